@@ -1,0 +1,145 @@
+//! Errors of the core crate. Each variant is one stable code of the public contract; the binding
+//! maps them to JS `code` strings in one place.
+
+use std::fmt;
+
+/// Every failure the library reports. The message names the offending path where there is one.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum Error {
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    SessionNotEmpty(String),
+    #[error("{0}")]
+    SessionLocked(String),
+    #[error("{0}")]
+    Closed(String),
+    #[error("{0}")]
+    StoreCorrupt(String),
+    #[error("{0}")]
+    StoreVersion(String),
+    #[error("{0}")]
+    StoreBusy(String),
+    #[error("{0}")]
+    StoreIo(String),
+    #[error("{0}")]
+    SnapshotInvalid(String),
+    #[error("{0}")]
+    PromptMismatch(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The stable string code of the contract's error table.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidInput(_) => "INVALID_INPUT",
+            Error::NotFound(_) => "NOT_FOUND",
+            Error::SessionNotEmpty(_) => "SESSION_NOT_EMPTY",
+            Error::SessionLocked(_) => "SESSION_LOCKED",
+            Error::Closed(_) => "CLOSED",
+            Error::StoreCorrupt(_) => "STORE_CORRUPT",
+            Error::StoreVersion(_) => "STORE_VERSION",
+            Error::StoreBusy(_) => "STORE_BUSY",
+            Error::StoreIo(_) => "STORE_IO",
+            Error::SnapshotInvalid(_) => "SNAPSHOT_INVALID",
+            Error::PromptMismatch(_) => "PROMPT_MISMATCH",
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Error::InvalidInput(m)
+            | Error::NotFound(m)
+            | Error::SessionNotEmpty(m)
+            | Error::SessionLocked(m)
+            | Error::Closed(m)
+            | Error::StoreCorrupt(m)
+            | Error::StoreVersion(m)
+            | Error::StoreBusy(m)
+            | Error::StoreIo(m)
+            | Error::SnapshotInvalid(m)
+            | Error::PromptMismatch(m) => m,
+        }
+    }
+
+    /// Prefixes the operation's name, as in `append: content[2].tool_use_id: expected a string`.
+    pub fn during(self, op: &str) -> Error {
+        let wrap = |m: String| format!("{op}: {m}");
+        match self {
+            Error::InvalidInput(m) => Error::InvalidInput(wrap(m)),
+            Error::NotFound(m) => Error::NotFound(wrap(m)),
+            Error::SessionNotEmpty(m) => Error::SessionNotEmpty(wrap(m)),
+            Error::SessionLocked(m) => Error::SessionLocked(wrap(m)),
+            Error::Closed(m) => Error::Closed(wrap(m)),
+            Error::StoreCorrupt(m) => Error::StoreCorrupt(wrap(m)),
+            Error::StoreVersion(m) => Error::StoreVersion(wrap(m)),
+            Error::StoreBusy(m) => Error::StoreBusy(wrap(m)),
+            Error::StoreIo(m) => Error::StoreIo(wrap(m)),
+            Error::SnapshotInvalid(m) => Error::SnapshotInvalid(wrap(m)),
+            Error::PromptMismatch(m) => Error::PromptMismatch(wrap(m)),
+        }
+    }
+
+    pub(crate) fn invalid(path: &Path, msg: impl fmt::Display) -> Error {
+        if path.is_root() {
+            Error::InvalidInput(msg.to_string())
+        } else {
+            Error::InvalidInput(format!("{path}: {msg}"))
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode as C;
+        let msg = e.to_string();
+        match e.sqlite_error_code() {
+            Some(C::DatabaseBusy | C::DatabaseLocked) => Error::StoreBusy(format!(
+                "the store stayed locked past busyTimeoutMs ({msg})"
+            )),
+            Some(C::NotADatabase | C::DatabaseCorrupt) => {
+                Error::StoreCorrupt(format!("not a Threadline store or damaged ({msg})"))
+            }
+            _ => Error::StoreIo(msg),
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::StoreIo(e.to_string())
+    }
+}
+
+/// A JSON path for error messages: `message.content[2].tool_use_id`.
+#[derive(Debug, Clone, Default)]
+pub struct Path(String);
+
+impl Path {
+    pub fn root() -> Path {
+        Path(String::new())
+    }
+    pub fn key(&self, k: &str) -> Path {
+        if self.0.is_empty() {
+            Path(k.to_string())
+        } else {
+            Path(format!("{}.{k}", self.0))
+        }
+    }
+    pub fn index(&self, i: usize) -> Path {
+        Path(format!("{}[{i}]", self.0))
+    }
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}

@@ -1,0 +1,50 @@
+//! Parsing caller JSON with path-bearing errors, and the limits on what one record may hold.
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// The largest record accepted, in bytes of JSON: the Anthropic API's own request size limit, so
+/// nothing stored is too large to send back.
+pub const MAX_RECORD_BYTES: usize = 32 * 1024 * 1024;
+
+/// Parses JSON text into a value that keeps key order and number text exactly.
+/// Errors name the path where parsing stopped (lone surrogates, nesting deeper than 128, ...).
+pub fn parse(text: &str) -> Result<Value> {
+    match serde_json::from_str(text) {
+        Ok(v) => Ok(v),
+        Err(_) => Err(parse_error(text)),
+    }
+}
+
+/// The slow path: parse again, tracking the path, to say where the text is wrong.
+fn parse_error(text: &str) -> Error {
+    let mut de = serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize::<_, Value>(&mut de) {
+        Ok(_) => Error::InvalidInput("invalid JSON".into()),
+        Err(e) => {
+            let inner = e.inner().to_string();
+            let reason = inner
+                .split(" at line ")
+                .next()
+                .unwrap_or(&inner)
+                .to_string();
+            let reason = if reason.contains("recursion limit") {
+                "nested deeper than 128 levels".to_string()
+            } else if reason.contains("surrogate") {
+                format!("{reason} (a string holds a lone UTF-16 surrogate)")
+            } else {
+                reason
+            };
+            let mut path = e.path().to_string();
+            if path == "." {
+                return Error::InvalidInput(format!("not valid JSON: {reason}"));
+            }
+            if path.len() > 120 {
+                path.truncate(120);
+                path.push_str("...");
+            }
+            Error::InvalidInput(format!("{path}: {reason}"))
+        }
+    }
+}

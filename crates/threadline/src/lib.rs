@@ -1,0 +1,47 @@
+//! Threadline: a lossless, crash-safe session store for LLM agents.
+//!
+//! Every message is stored exactly as given (Anthropic Messages API wire shape, every field, key
+//! order and number text kept), in a SQLite file in WAL mode: an append returns after commit, so
+//! an acknowledged record survives the process being killed. A [`Session`] gives back typed
+//! messages, turns and token state, kept incrementally as records are appended.
+//!
+//! ```
+//! use threadline::{Store, StoreOptions, SessionOptions};
+//! use serde_json::json;
+//!
+//! let store = Store::open(Some(":memory:"), StoreOptions::default()).unwrap();
+//! let session = store.create_session(SessionOptions::default()).unwrap();
+//! session.append(json!("What is in src/?"), None).unwrap();
+//! session.append(json!({"role": "assistant", "id": "msg_1",
+//!     "content": [{"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "src"}}],
+//!     "usage": {"input_tokens": 12, "output_tokens": 9}}), None).unwrap();
+//! let turns = session.turns().unwrap();
+//! assert_eq!(turns[0].tool_use_count, 1);
+//! assert_eq!(session.token_tracker().unwrap().cumulative_output_tokens, 9);
+//! ```
+
+mod blob;
+mod clock;
+mod encode;
+mod envelope;
+mod error;
+mod json;
+mod message;
+mod options;
+mod schema;
+mod session;
+mod state;
+mod store;
+mod usage;
+
+pub use envelope::Draft;
+pub use error::{Error, Result};
+pub use json::{parse, MAX_RECORD_BYTES};
+pub use message::Role;
+pub use options::{
+    from_json, Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
+};
+pub use session::{ContextFill, Page, RestoreReport, Session, Skipped, PAGE_BYTES};
+pub use state::{TokenPatch, TokenTracker, Turn, TurnStatus};
+pub use store::{default_store_path, Store};
+pub use usage::Usage;

@@ -1,0 +1,142 @@
+//! The store's schema, versioned with `PRAGMA user_version` and recognised by
+//! `PRAGMA application_id`, and the migrations that bring an older store up to date.
+//!
+//! Records of a session live in one rowid range: `id = session_num << SEQ_BITS | seq`. A session's
+//! log is one contiguous range of the table's B-tree, read in order without a separate index, and
+//! an append writes to the end of its range.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+
+/// "THLN"
+pub const APPLICATION_ID: i64 = 0x5448_4C4E;
+pub const VERSION: i64 = 1;
+pub const SEQ_BITS: u32 = 36;
+
+/// Migrations, in order: `MIGRATIONS[i]` brings a store from version i to i + 1.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE sessions(
+  num INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  project TEXT,
+  title TEXT,
+  provider TEXT,
+  model TEXT,
+  status TEXT NOT NULL DEFAULT 'active',
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  context_window INTEGER,
+  prompt_key TEXT,
+  metadata TEXT,
+  forked_from TEXT
+);
+CREATE TABLE records(
+  id INTEGER PRIMARY KEY,
+  uuid TEXT NOT NULL,
+  parent_uuid TEXT,
+  type TEXT NOT NULL,
+  role TEXT,
+  provider TEXT,
+  timestamp TEXT NOT NULL,
+  written_ms INTEGER NOT NULL,
+  msg_index INTEGER,
+  turn_start INTEGER NOT NULL DEFAULT 0,
+  response_key TEXT,
+  input_tokens INTEGER,
+  output_tokens INTEGER,
+  cache_read_tokens INTEGER,
+  cache_creation_tokens INTEGER,
+  state TEXT NOT NULL,
+  has_blobs INTEGER NOT NULL DEFAULT 0,
+  body BLOB NOT NULL,
+  message BLOB
+);
+CREATE INDEX records_uuid ON records(uuid);
+CREATE INDEX records_response ON records(response_key) WHERE response_key IS NOT NULL;
+CREATE INDEX records_turn_start ON records(turn_start) WHERE turn_start = 1;
+CREATE TABLE blobs(
+  hash TEXT PRIMARY KEY,
+  bytes INTEGER NOT NULL,
+  literal BLOB NOT NULL
+);
+CREATE TABLE blob_refs(
+  record INTEGER NOT NULL,
+  hash TEXT NOT NULL,
+  PRIMARY KEY(record, hash)
+) WITHOUT ROWID;
+CREATE INDEX blob_refs_hash ON blob_refs(hash);
+"#];
+
+/// Checks that `conn` is a Threadline store (or an empty file to make one) and migrates it.
+pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {
+    let app: i64 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(not_a_store)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(not_a_store)?;
+    if app == 0 && version == 0 {
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(not_a_store)?;
+        if tables > 0 {
+            return Err(Error::StoreCorrupt(
+                "the file is a SQLite database but not a Threadline store".into(),
+            ));
+        }
+    } else if app != APPLICATION_ID {
+        return Err(Error::StoreCorrupt(format!(
+            "the file is not a Threadline store (application_id {app:#x})"
+        )));
+    }
+    if version > VERSION {
+        return Err(Error::StoreVersion(format!(
+            "the store has schema version {version}, newer than this library's {VERSION}: upgrade threadline"
+        )));
+    }
+    if version == VERSION {
+        return Ok(());
+    }
+    if readonly {
+        return Err(Error::StoreIo(format!(
+            "the store needs migrating from version {version} but was opened readonly"
+        )));
+    }
+    migrate(conn, version)
+}
+
+fn migrate(conn: &Connection, from: i64) -> Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let run = || -> Result<()> {
+        for sql in &MIGRATIONS[from as usize..] {
+            conn.execute_batch(sql)?;
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {VERSION};"
+        ))?;
+        Ok(())
+    };
+    match run() {
+        Ok(()) => Ok(conn.execute_batch("COMMIT")?),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+fn not_a_store(e: rusqlite::Error) -> Error {
+    match Error::from(e) {
+        Error::StoreCorrupt(m) => {
+            Error::StoreCorrupt(format!("the file is not a Threadline store: {m}"))
+        }
+        other => other,
+    }
+}
+
+/// The rowid range of a session's records.
+pub fn range(session_num: i64) -> (i64, i64) {
+    let lo = session_num << SEQ_BITS;
+    (lo, lo + (1 << SEQ_BITS) - 1)
+}

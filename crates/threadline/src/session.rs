@@ -1,0 +1,695 @@
+//! A session: a handle on one conversation's log in a store. Opening one reads only its last
+//! record; appends fold each record into the running state stored with it; reads stream the
+//! stored JSON without building values.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::blob::{self, Expander};
+use crate::clock;
+use crate::encode::{encode_envelope, MESSAGE_MARK};
+use crate::envelope::{Defaults, Draft};
+use crate::error::{Error, Result};
+use crate::json;
+use crate::message::Role;
+use crate::options::{ForkedFrom, SessionInfo, SessionOptions, Status};
+use crate::schema::{self, SEQ_BITS};
+use crate::state::{State, Step, TokenPatch, TokenTracker, Turn};
+use crate::store::{Shared, Store};
+use crate::usage::Usage;
+
+/// What a handle knows of its session's end: enough to append without reading anything else.
+#[derive(Debug, Clone, Default)]
+struct Tail {
+    next_seq: u64,
+    last_uuid: Option<String>,
+    last_written_ms: Option<i64>,
+    state: State,
+}
+
+pub struct Session {
+    shared: Arc<Shared>,
+    num: i64,
+    id: String,
+    tail: Mutex<Tail>,
+    closed: AtomicBool,
+}
+
+/// A page of a bulk read: a JSON array (ASCII text) and where the next page starts, if anywhere.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub json: Vec<u8>,
+    pub next: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    pub index: usize,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreReport {
+    pub message_count: u64,
+    pub turn_count: u64,
+    pub skipped: Vec<Skipped>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextFill {
+    pub used_tokens: u64,
+    pub context_window: Option<u64>,
+    pub fraction: Option<f64>,
+}
+
+/// Bulk reads are cut into pages of about this many bytes, so memory stays bounded.
+pub const PAGE_BYTES: usize = 4 << 20;
+
+impl Session {
+    /// A session in memory only, with no store behind it.
+    pub fn in_memory(options: SessionOptions) -> Result<Session> {
+        Store::memory()?.create_session(options)
+    }
+
+    pub(crate) fn attach(shared: Arc<Shared>, num: i64, id: String) -> Result<Session> {
+        let tail = {
+            let conn = shared.lock()?;
+            load_tail(&conn, num)?
+        };
+        Ok(Session {
+            shared,
+            num,
+            id,
+            tail: Mutex::new(tail),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn conn(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("the session is closed".into()));
+        }
+        self.shared.lock()
+    }
+
+    fn tail(&self) -> std::sync::MutexGuard<'_, Tail> {
+        self.tail.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends one record (a message, an envelope, or a string prompt) and returns its envelope
+    /// after it is committed.
+    pub fn append(
+        &self,
+        input: Value,
+        envelope: Option<Map<String, Value>>,
+    ) -> Result<Map<String, Value>> {
+        let run = || {
+            let draft = Draft::from_input(input, envelope)?;
+            let mut out = self.write(vec![draft])?;
+            Ok(out.pop().unwrap_or_default())
+        };
+        run().map_err(|e: Error| e.during("append"))
+    }
+
+    /// Appends several records in one transaction: all or nothing.
+    pub fn append_many(&self, inputs: Vec<Value>) -> Result<Vec<Map<String, Value>>> {
+        let run = || {
+            let drafts = inputs
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| Draft::from_input(v, None).map_err(|e| prefix_index(e, i)))
+                .collect::<Result<Vec<_>>>()?;
+            self.write(drafts)
+        };
+        run().map_err(|e| e.during("appendMany"))
+    }
+
+    /// Appends an app event (`type: 'event'`), never sent to a model.
+    pub fn append_event(
+        &self,
+        name: &str,
+        data: Option<Value>,
+        envelope: Option<Map<String, Value>>,
+    ) -> Result<Map<String, Value>> {
+        let run = || {
+            let mut env = envelope.unwrap_or_default();
+            if env.contains_key("message") {
+                return Err(Error::InvalidInput(
+                    "envelope.message: an event has no message".into(),
+                ));
+            }
+            env.entry("type")
+                .or_insert_with(|| Value::String("event".into()));
+            env.insert("name".into(), Value::String(name.into()));
+            if let Some(d) = data {
+                env.insert("data".into(), d);
+            }
+            let mut out = self.write(vec![Draft::from_envelope(env)?])?;
+            Ok(out.pop().unwrap_or_default())
+        };
+        run().map_err(|e| e.during("appendEvent"))
+    }
+
+    /// Loads a history from elsewhere: envelopes, bare messages, legacy `{role, content}` records,
+    /// or JSON text of any of them. What cannot be read is skipped and reported; the rest is
+    /// written in one transaction. Only while the session has no messages.
+    pub fn restore_messages(&self, items: Vec<Value>) -> Result<RestoreReport> {
+        let run = || {
+            let mut skipped = Vec::new();
+            let mut drafts = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                match restore_draft(item) {
+                    Ok(d) => drafts.push((index, d)),
+                    Err(e) => skipped.push(Skipped {
+                        index,
+                        reason: e.message().to_string(),
+                    }),
+                }
+            }
+            let state = self.write_restore(drafts, &mut skipped)?;
+            skipped.sort_by_key(|s| s.index);
+            Ok(RestoreReport {
+                message_count: state.messages,
+                turn_count: state.turns,
+                skipped,
+            })
+        };
+        run().map_err(|e: Error| e.during("restoreMessages"))
+    }
+
+    /// Sets the token tracker from outside (e.g. counts kept by an earlier frontend). Stored as a
+    /// `token_state` record, so it survives reopening.
+    pub fn restore_token_state(&self, patch: TokenPatch) -> Result<()> {
+        let run = || {
+            let mut env = Map::new();
+            env.insert("type".into(), Value::String("token_state".into()));
+            env.insert(
+                "data".into(),
+                serde_json::to_value(&patch).unwrap_or(Value::Null),
+            );
+            let mut draft = Draft::from_envelope(env)?;
+            draft.tokens = Some(patch.clone());
+            self.write(vec![draft]).map(|_| ())
+        };
+        run().map_err(|e| e.during("restoreTokenState"))
+    }
+
+    fn write(&self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
+        self.shared.writable()?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut tail = self.tail();
+        self.sync_tail(&tx, &mut tail)?;
+        let mut next = tail.clone();
+        let now = Now::new();
+        let mut out = Vec::with_capacity(drafts.len());
+        for (i, d) in drafts.into_iter().enumerate() {
+            let many = out.capacity() > 1;
+            let env = self.insert(&tx, &mut next, d, &now).map_err(|e| {
+                if many {
+                    prefix_index(e, i)
+                } else {
+                    e
+                }
+            })?;
+            out.push(env);
+        }
+        tx.commit()?;
+        *tail = next;
+        Ok(out)
+    }
+
+    fn write_restore(
+        &self,
+        drafts: Vec<(usize, Draft)>,
+        skipped: &mut Vec<Skipped>,
+    ) -> Result<State> {
+        self.shared.writable()?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut tail = self.tail();
+        self.sync_tail(&tx, &mut tail)?;
+        if tail.state.messages > 0 {
+            return Err(Error::SessionNotEmpty(format!(
+                "session '{}' already has {} messages; restore into a new session",
+                self.id, tail.state.messages
+            )));
+        }
+        let mut next = tail.clone();
+        let now = Now::new();
+        for (index, d) in drafts {
+            match self.insert(&tx, &mut next, d, &now) {
+                Ok(_) => {}
+                Err(Error::InvalidInput(reason)) => skipped.push(Skipped { index, reason }),
+                Err(e) => return Err(e),
+            }
+        }
+        tx.commit()?;
+        *tail = next;
+        Ok(tail.state.clone())
+    }
+
+    /// Validates what needs the store, completes the envelope, folds it into the state and
+    /// writes it. Nothing is changed when it fails before the write.
+    fn insert(
+        &self,
+        conn: &Connection,
+        tail: &mut Tail,
+        mut d: Draft,
+        now: &Now,
+    ) -> Result<Map<String, Value>> {
+        let (lo, hi) = schema::range(self.num);
+        let seq = tail.next_seq;
+        if seq >= 1 << SEQ_BITS {
+            return Err(Error::InvalidInput(
+                "the session has reached its maximum number of records".into(),
+            ));
+        }
+        let generated;
+        let uuid = match d.uuid() {
+            Some(u) => {
+                let taken: Option<i64> = conn
+                    .prepare_cached(
+                        "SELECT id FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1",
+                    )?
+                    .query_row(params![u, lo, hi], |r| r.get(0))
+                    .optional()?;
+                if let Some(id) = taken {
+                    return Err(Error::InvalidInput(format!(
+                        "uuid: '{u}' is already used by record seq {}",
+                        id - lo
+                    )));
+                }
+                u.to_string()
+            }
+            None => {
+                generated = uuid::Uuid::now_v7().to_string();
+                generated.clone()
+            }
+        };
+        d.complete(&Defaults {
+            uuid: &uuid,
+            parent_uuid: tail.last_uuid.as_deref(),
+            session_id: &self.id,
+            seq,
+            timestamp: &now.iso,
+        });
+        let enc = encode_envelope(&d.env, self.shared.options.blob_threshold_bytes)?;
+        let id = lo + seq as i64;
+        let mut msg_index = None;
+        let mut turn_start = false;
+        let response_key = d.response_key();
+        let facts = d.message.as_ref().filter(|_| d.in_messages());
+        if let Some(f) = facts {
+            let prior = match (&response_key, &tail.state.latest_key) {
+                (Some(k), Some(l)) if k == l => Some(tail.state.latest),
+                (Some(k), _) => prior_usage(conn, k, lo, hi)?,
+                (None, _) => None,
+            };
+            let placed = tail.state.apply(&Step {
+                uuid: &uuid,
+                facts: f,
+                bytes: enc.message_bytes as u64,
+                response_key: response_key.as_deref(),
+                prior,
+            });
+            msg_index = Some(placed.index as i64);
+            turn_start = placed.turn_start;
+        }
+        if let Some(p) = &d.tokens {
+            tail.state.restore_tokens(p);
+        }
+        let usage = facts.and_then(|f| f.usage);
+        let role = d.message.as_ref().and_then(|f| f.role).map(|r| match r {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        });
+        let state =
+            serde_json::to_string(&tail.state).map_err(|e| Error::StoreIo(e.to_string()))?;
+        conn.prepare_cached(
+            "INSERT INTO records(id, uuid, parent_uuid, type, role, provider, timestamp, written_ms, msg_index, turn_start,
+               response_key, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, state, has_blobs, body, message)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+        )?
+        .execute(params![
+            id,
+            uuid,
+            d.str_field("parentUuid"),
+            d.record_type(),
+            role,
+            d.str_field("provider"),
+            d.str_field("timestamp").unwrap_or(&now.iso),
+            now.ms,
+            msg_index,
+            turn_start as i64,
+            usage.and(response_key.as_deref()),
+            usage.map(|u| u.input_tokens as i64),
+            usage.map(|u| u.output_tokens as i64),
+            usage.map(|u| u.cache_read_input_tokens as i64),
+            usage.map(|u| u.cache_creation_input_tokens as i64),
+            state,
+            enc.has_blobs() as i64,
+            enc.body,
+            enc.message,
+        ])?;
+        blob::put(conn, id, &enc.blobs)?;
+        tail.next_seq = seq + 1;
+        tail.last_uuid = Some(uuid);
+        tail.last_written_ms = Some(now.ms);
+        Ok(d.env)
+    }
+
+    /// Another handle (or process) may have appended since this one last looked: re-read the tail
+    /// if the log's end is not where this handle thinks.
+    fn sync_tail(&self, conn: &Connection, tail: &mut Tail) -> Result<()> {
+        let (lo, hi) = schema::range(self.num);
+        let last: Option<i64> = conn
+            .prepare_cached("SELECT max(id) FROM records WHERE id BETWEEN ?1 AND ?2")?
+            .query_row([lo, hi], |r| r.get(0))?;
+        let expected = tail.next_seq.checked_sub(1).map(|s| lo + s as i64);
+        if last != expected {
+            *tail = load_tail(conn, self.num)?;
+        }
+        Ok(())
+    }
+
+    fn synced_tail(&self) -> Result<Tail> {
+        let conn = self.conn()?;
+        let mut tail = self.tail();
+        self.sync_tail(&conn, &mut tail)?;
+        Ok(tail.clone())
+    }
+
+    /// One page of `messages` as a JSON array, starting at record `from_seq`.
+    pub fn messages_page(&self, from_seq: u64, max_bytes: usize) -> Result<Page> {
+        let conn = self.conn().map_err(|e| e.during("messages"))?;
+        read_page(
+            &conn,
+            self.num,
+            from_seq,
+            u64::MAX,
+            max_bytes,
+            Part::Message,
+        )
+        .map_err(|e| e.during("messages"))
+    }
+
+    /// One page of envelopes (every record) as a JSON array.
+    pub fn envelopes_page(&self, from_seq: u64, limit: u64, max_bytes: usize) -> Result<Page> {
+        let conn = self.conn().map_err(|e| e.during("envelopes"))?;
+        read_page(&conn, self.num, from_seq, limit, max_bytes, Part::Envelope)
+            .map_err(|e| e.during("envelopes"))
+    }
+
+    /// The messages, in order: records with `includeInContext: false` and events left out.
+    pub fn messages(&self) -> Result<Vec<Value>> {
+        collect(|from| self.messages_page(from, PAGE_BYTES))
+    }
+
+    /// Every record's envelope, from `from_seq`, at most `limit`.
+    pub fn envelopes(&self, from_seq: u64, limit: Option<u64>) -> Result<Vec<Value>> {
+        let limit = limit.unwrap_or(u64::MAX);
+        let mut out = Vec::new();
+        let mut from = Some(from_seq);
+        while let Some(f) = from {
+            let left = limit.saturating_sub(out.len() as u64);
+            if left == 0 {
+                break;
+            }
+            let page = self.envelopes_page(f, left, PAGE_BYTES)?;
+            out.extend(parse_page(&page)?);
+            from = page.next;
+        }
+        Ok(out)
+    }
+
+    pub fn turns(&self) -> Result<Vec<Turn>> {
+        let run = || -> Result<Vec<Turn>> {
+            let tail = self.synced_tail()?;
+            let conn = self.conn()?;
+            let (lo, hi) = schema::range(self.num);
+            let mut stmt = conn.prepare_cached(
+                "SELECT p.state FROM records s JOIN records p ON p.id = s.id - 1
+                 WHERE s.turn_start = 1 AND s.id BETWEEN ?1 AND ?2 ORDER BY s.id",
+            )?;
+            let mut turns = Vec::new();
+            for text in stmt.query_map([lo, hi], |r| r.get::<_, String>(0))? {
+                if let Some(t) = parse_state(&text?)?.current_turn() {
+                    turns.push(t);
+                }
+            }
+            turns.extend(tail.state.current_turn());
+            Ok(turns)
+        };
+        run().map_err(|e| e.during("turns"))
+    }
+
+    pub fn token_tracker(&self) -> Result<TokenTracker> {
+        Ok(self
+            .synced_tail()
+            .map_err(|e| e.during("tokenTracker"))?
+            .state
+            .tracker())
+    }
+
+    pub fn context_fill(&self) -> Result<ContextFill> {
+        let used = self.token_tracker()?.context_tokens;
+        let window = self.info()?.context_window;
+        Ok(ContextFill {
+            used_tokens: used,
+            context_window: window,
+            fraction: window.filter(|&w| w > 0).map(|w| used as f64 / w as f64),
+        })
+    }
+
+    pub fn info(&self) -> Result<SessionInfo> {
+        let conn = self.conn().map_err(|e| e.during("info"))?;
+        Ok(read_info(&conn, self.num).map_err(|e| e.during("info"))?.0)
+    }
+
+    pub fn set_status(&self, status: Status) -> Result<()> {
+        let run = || -> Result<()> {
+            self.shared.writable()?;
+            let conn = self.conn()?;
+            conn.execute(
+                "UPDATE sessions SET status = ?1, updated_ms = ?2 WHERE num = ?3",
+                params![status.as_str(), clock::now_ms(), self.num],
+            )?;
+            Ok(())
+        };
+        run().map_err(|e| e.during("setStatus"))
+    }
+
+    /// Closes this handle; the store stays open.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+}
+
+/// The time of one write: every record of a batch gets the same.
+struct Now {
+    iso: String,
+    ms: i64,
+}
+
+impl Now {
+    fn new() -> Now {
+        Now {
+            iso: clock::now_iso(),
+            ms: clock::now_ms(),
+        }
+    }
+}
+
+fn prefix_index(e: Error, i: usize) -> Error {
+    match e {
+        Error::InvalidInput(m) => Error::InvalidInput(format!("[{i}].{m}")),
+        other => other,
+    }
+}
+
+fn restore_draft(item: Value) -> Result<Draft> {
+    let value = match item {
+        Value::String(text) => json::parse(&text)?,
+        v => v,
+    };
+    match value {
+        Value::Object(_) => Draft::from_input(value, None),
+        other => Err(Error::InvalidInput(format!(
+            "expected an envelope or a message object, got {}",
+            crate::message::kind(&other)
+        ))),
+    }
+}
+
+fn prior_usage(conn: &Connection, key: &str, lo: i64, hi: i64) -> Result<Option<Usage>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM records
+             WHERE response_key = ?1 AND id BETWEEN ?2 AND ?3 ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row(params![key, lo, hi], |r| {
+            let g = |i| r.get::<_, Option<i64>>(i).map(|v| v.unwrap_or(0) as u64);
+            Ok(Usage { input_tokens: g(0)?, output_tokens: g(1)?, cache_read_input_tokens: g(2)?, cache_creation_input_tokens: g(3)? })
+        })
+        .optional()?)
+}
+
+fn parse_state(text: &str) -> Result<State> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::StoreCorrupt(format!("a record's state is damaged: {e}")))
+}
+
+fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
+    let (lo, hi) = schema::range(num);
+    let row: Option<(i64, String, i64, String)> = conn
+        .prepare_cached("SELECT id, uuid, written_ms, state FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1")?
+        .query_row([lo, hi], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .optional()?;
+    Ok(match row {
+        None => Tail::default(),
+        Some((id, uuid, written, state)) => Tail {
+            next_seq: (id - lo) as u64 + 1,
+            last_uuid: Some(uuid),
+            last_written_ms: Some(written),
+            state: parse_state(&state)?,
+        },
+    })
+}
+
+/// A session's metadata and when it was last written (ms), for sorting.
+pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, i64)> {
+    let tail = load_tail(conn, num)?;
+    conn.prepare_cached(
+        "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, metadata, forked_from
+         FROM sessions WHERE num = ?1",
+    )?
+    .query_row([num], |r| {
+        let status: String = r.get(5)?;
+        let created: i64 = r.get(6)?;
+        let updated = r.get::<_, i64>(7)?.max(tail.last_written_ms.unwrap_or(0));
+        let metadata: Option<String> = r.get(9)?;
+        let forked: Option<String> = r.get(10)?;
+        Ok((
+            SessionInfo {
+                id: r.get(0)?,
+                project: r.get(1)?,
+                title: r.get(2)?,
+                provider: r.get(3)?,
+                model: r.get(4)?,
+                status: Status::parse(&status).unwrap_or(Status::Active),
+                created_at: clock::iso_from_ms(created),
+                updated_at: clock::iso_from_ms(updated),
+                message_count: tail.state.messages,
+                context_window: r.get::<_, Option<i64>>(8)?.map(|w| w as u64),
+                forked_from: forked.and_then(|f| serde_json::from_str::<ForkedFrom>(&f).ok()),
+                metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()),
+            },
+            updated,
+        ))
+    })
+    .optional()?
+    .ok_or_else(|| Error::NotFound("the session was deleted".into()))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Message,
+    Envelope,
+}
+
+fn read_page(
+    conn: &Connection,
+    num: i64,
+    from_seq: u64,
+    limit: u64,
+    max_bytes: usize,
+    part: Part,
+) -> Result<Page> {
+    let (lo, hi) = schema::range(num);
+    let start = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
+    let end = hi.min(
+        start
+            .saturating_add(limit.min(1 << SEQ_BITS) as i64)
+            .saturating_sub(1),
+    );
+    let sql = match part {
+        Part::Message => "SELECT id, has_blobs, message, NULL FROM records WHERE id BETWEEN ?1 AND ?2 AND msg_index IS NOT NULL ORDER BY id",
+        Part::Envelope => "SELECT id, has_blobs, message, body FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query([start, end])?;
+    let mut json = Vec::with_capacity(max_bytes.min(1 << 20) + 1024);
+    let mut expander = Expander::new(conn);
+    let mut next = None;
+    json.push(b'[');
+    let mut first = true;
+    while let Some(row) = rows.next()? {
+        let id: i64 = row.get(0)?;
+        if json.len() >= max_bytes {
+            next = Some((id - lo) as u64);
+            break;
+        }
+        if !first {
+            json.push(b',');
+        }
+        first = false;
+        let has_blobs: bool = row.get(1)?;
+        let message = row
+            .get_ref(2)?
+            .as_blob_or_null()
+            .map_err(|e| Error::StoreCorrupt(e.to_string()))?;
+        let text: &[u8] = match part {
+            Part::Message => message.unwrap_or(b"null"),
+            Part::Envelope => row
+                .get_ref(3)?
+                .as_blob()
+                .map_err(|e| Error::StoreCorrupt(e.to_string()))?,
+        };
+        let splice = |out: &mut Vec<u8>, bytes: &[u8], ex: &mut Expander| -> Result<()> {
+            if has_blobs {
+                ex.expand_into(out, bytes)
+            } else {
+                out.extend_from_slice(bytes);
+                Ok(())
+            }
+        };
+        match (part, message, text.iter().position(|&b| b == MESSAGE_MARK)) {
+            (Part::Envelope, Some(m), Some(at)) => {
+                splice(&mut json, &text[..at], &mut expander)?;
+                splice(&mut json, m, &mut expander)?;
+                splice(&mut json, &text[at + 1..], &mut expander)?;
+            }
+            _ => splice(&mut json, text, &mut expander)?,
+        }
+    }
+    json.push(b']');
+    Ok(Page { json, next })
+}
+
+fn parse_page(page: &Page) -> Result<Vec<Value>> {
+    serde_json::from_slice(&page.json)
+        .map_err(|e| Error::StoreCorrupt(format!("a stored record is damaged: {e}")))
+}
+
+fn collect(mut page: impl FnMut(u64) -> Result<Page>) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    let mut from = Some(0);
+    while let Some(f) = from {
+        let p = page(f)?;
+        out.extend(parse_page(&p)?);
+        from = p.next;
+    }
+    Ok(out)
+}

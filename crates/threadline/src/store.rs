@@ -1,0 +1,291 @@
+//! A store: one SQLite file (WAL) holding any number of sessions.
+
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::options::{
+    Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
+};
+use crate::schema;
+use crate::session::Session;
+
+/// The connection and settings that a store and all its sessions share.
+pub(crate) struct Shared {
+    conn: Mutex<Connection>,
+    closed: AtomicBool,
+    pub path: String,
+    pub options: StoreOptions,
+}
+
+impl Shared {
+    /// The open connection, or CLOSED.
+    pub fn lock(&self) -> Result<MutexGuard<'_, Connection>> {
+        let guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("the store is closed".into()));
+        }
+        Ok(guard)
+    }
+
+    pub fn writable(&self) -> Result<()> {
+        if self.options.readonly {
+            return Err(Error::StoreIo("the store was opened readonly".into()));
+        }
+        Ok(())
+    }
+}
+
+pub struct Store {
+    shared: Arc<Shared>,
+}
+
+/// `THREADLINE_HOME/threadline.db` if THREADLINE_HOME is set, else the platform's per-user data
+/// directory + `threadline/threadline.db`.
+pub fn default_store_path() -> PathBuf {
+    match std::env::var_os("THREADLINE_HOME") {
+        Some(home) if !home.is_empty() => PathBuf::from(home).join("threadline.db"),
+        _ => dirs::data_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("threadline")
+            .join("threadline.db"),
+    }
+}
+
+impl Store {
+    /// Opens the store at `path` (created if missing; `:memory:` for one in memory only).
+    pub fn open(path: Option<&str>, options: StoreOptions) -> Result<Store> {
+        let path = match path {
+            Some(p) => p.to_string(),
+            None => default_store_path().to_string_lossy().into_owned(),
+        };
+        let conn =
+            open_connection(&path, &options).map_err(|e| e.during(&format!("open {path}")))?;
+        Ok(Store {
+            shared: Arc::new(Shared {
+                conn: Mutex::new(conn),
+                closed: AtomicBool::new(false),
+                path,
+                options,
+            }),
+        })
+    }
+
+    /// An in-memory store, for sessions made without one.
+    pub fn memory() -> Result<Store> {
+        Store::open(Some(":memory:"), StoreOptions::default())
+    }
+
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    pub fn options(&self) -> &StoreOptions {
+        &self.shared.options
+    }
+
+    pub fn create_session(&self, options: SessionOptions) -> Result<Session> {
+        self.create(options).map_err(|e| e.during("createSession"))
+    }
+
+    fn create(&self, o: SessionOptions) -> Result<Session> {
+        self.shared.writable()?;
+        let id = match o.id {
+            Some(id) if id.is_empty() => {
+                return Err(Error::InvalidInput("id: must not be empty".into()))
+            }
+            Some(id) => id,
+            None => uuid::Uuid::now_v7().to_string(),
+        };
+        let now = clock::now_ms();
+        let conn = self.shared.lock()?;
+        let exists: Option<i64> = conn
+            .query_row("SELECT num FROM sessions WHERE id = ?1", [&id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if exists.is_some() {
+            return Err(Error::InvalidInput(format!(
+                "id: a session '{id}' already exists"
+            )));
+        }
+        let metadata = o.metadata.map(|m| serde_json::Value::Object(m).to_string());
+        conn.execute(
+            "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6, ?7, ?8, ?9)",
+            params![id, o.project, o.title, o.provider, o.model, now, o.context_window.map(|w| w as i64), o.prompt_key, metadata],
+        )?;
+        let num = conn.last_insert_rowid();
+        drop(conn);
+        Session::attach(self.shared.clone(), num, id)
+    }
+
+    /// Opens a stored session. NOT_FOUND if absent; PROMPT_MISMATCH if `prompt_key` is given and
+    /// the session was made with another.
+    pub fn open_session(&self, id: &str, prompt_key: Option<&str>) -> Result<Session> {
+        let found: Option<(i64, Option<String>)> = {
+            let conn = self.shared.lock().map_err(|e| e.during("openSession"))?;
+            conn.query_row(
+                "SELECT num, prompt_key FROM sessions WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| Error::from(e).during("openSession"))?
+        };
+        let Some((num, key)) = found else {
+            return Err(Error::NotFound(format!("openSession: no session '{id}'")));
+        };
+        if let (Some(given), Some(stored)) = (prompt_key, key.as_deref()) {
+            if given != stored {
+                return Err(Error::PromptMismatch(format!(
+                    "openSession: session '{id}' was made for prompt '{stored}', not '{given}'"
+                )));
+            }
+        }
+        Session::attach(self.shared.clone(), num, id.to_string())
+            .map_err(|e| e.during("openSession"))
+    }
+
+    /// Sessions, most recently updated first.
+    pub fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionInfo>> {
+        let run = || -> Result<Vec<SessionInfo>> {
+            let conn = self.shared.lock()?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT num FROM sessions WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL OR status = ?2)",
+            )?;
+            let nums: Vec<i64> = stmt
+                .query_map(
+                    params![filter.project, filter.status.map(Status::as_str)],
+                    |r| r.get(0),
+                )?
+                .collect::<rusqlite::Result<_>>()?;
+            let since = bound(&filter.since, "since")?;
+            let until = bound(&filter.until, "until")?;
+            let mut out = Vec::with_capacity(nums.len());
+            for num in nums {
+                let (info, updated) = crate::session::read_info(&conn, num)?;
+                if since.is_some_and(|s| updated < s) || until.is_some_and(|u| updated > u) {
+                    continue;
+                }
+                out.push((updated, info));
+            }
+            out.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.id.cmp(&a.1.id)));
+            let limit = filter.limit.map_or(usize::MAX, |l| l as usize);
+            Ok(out.into_iter().take(limit).map(|(_, i)| i).collect())
+        };
+        run().map_err(|e| e.during("listSessions"))
+    }
+
+    /// Deletes a session, its records, and the blobs no other record uses.
+    pub fn delete_session(&self, id: &str) -> Result<()> {
+        let run = || -> Result<()> {
+            self.shared.writable()?;
+            let mut conn = self.shared.lock()?;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let num: Option<i64> = tx
+                .query_row("SELECT num FROM sessions WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?;
+            let Some(num) = num else {
+                return Err(Error::NotFound(format!("no session '{id}'")));
+            };
+            let (lo, hi) = schema::range(num);
+            tx.execute("DELETE FROM records WHERE id BETWEEN ?1 AND ?2", [lo, hi])?;
+            tx.execute(
+                "DELETE FROM blob_refs WHERE record BETWEEN ?1 AND ?2",
+                [lo, hi],
+            )?;
+            tx.execute("DELETE FROM sessions WHERE num = ?1", [num])?;
+            crate::blob::collect_garbage(&tx)?;
+            tx.commit()?;
+            Ok(())
+        };
+        run().map_err(|e| e.during("deleteSession"))
+    }
+
+    /// Closes the store; later use of it or its sessions fails with CLOSED.
+    pub fn close(&self) -> Result<()> {
+        let mut guard = self.shared.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        // An inert in-memory connection takes the file's place, so the file is really closed now.
+        let inert = Connection::open_in_memory().map_err(|e| Error::from(e).during("close"))?;
+        let conn = std::mem::replace(&mut *guard, inert);
+        conn.close()
+            .map_err(|(_, e)| Error::from(e).during("close"))
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+}
+
+fn bound(s: &Option<String>, name: &str) -> Result<Option<i64>> {
+    match s {
+        None => Ok(None),
+        Some(s) => clock::parse_ms(s).map(Some).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "filter.{name}: expected an ISO 8601 date-time, got '{s}'"
+            ))
+        }),
+    }
+}
+
+fn open_connection(path: &str, options: &StoreOptions) -> Result<Connection> {
+    let memory = path == ":memory:";
+    if !memory && !options.readonly {
+        create_private(FsPath::new(path))?;
+    }
+    let flags = if options.readonly {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(std::time::Duration::from_millis(
+        options.busy_timeout_ms as u64,
+    ))?;
+    schema::prepare(&conn, options.readonly)?;
+    let sync = match options.durability {
+        Durability::Process => "NORMAL",
+        Durability::Power => "FULL",
+    };
+    if !options.readonly {
+        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+    }
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {sync}; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768; PRAGMA mmap_size = 268435456;"
+    ))?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+/// Creates the database file readable and writable by its owner only (SQLite gives its -wal and
+/// -shm files the same permissions), with its parent directories.
+fn create_private(path: &FsPath) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.mode(0o600);
+    }
+    match open.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

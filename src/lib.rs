@@ -1,0 +1,18 @@
+//! Node.js binding for the Threadline core: conversions and classes only. Structured values cross
+//! as JSON text (parsed by the JS facade in index.js); bulk reads cross as one-byte strings.
+#![deny(clippy::all)]
+
+mod error;
+mod session;
+mod store;
+mod text;
+
+use napi_derive::napi;
+
+/// THREADLINE_HOME/threadline.db if set, else the platform's per-user data dir + threadline/threadline.db.
+#[napi]
+pub fn default_store_path() -> String {
+    threadline::default_store_path()
+        .to_string_lossy()
+        .into_owned()
+}

@@ -1,0 +1,222 @@
+//! `NativeSession`: the core Session for JS. The facade in index.js wraps it as `Session`.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
+use napi_derive::napi;
+use serde_json::{Map, Value};
+use threadline::{Session, SessionOptions, Status, TokenPatch, PAGE_BYTES};
+
+use crate::error::{parse_json, parse_opt, to_js, to_json, Code, OrThrow, Result};
+use crate::store::async_error;
+use crate::text::NativePage;
+
+#[napi]
+pub struct NativeSession {
+    inner: Arc<Session>,
+}
+
+impl NativeSession {
+    pub fn wrap(s: Session) -> NativeSession {
+        NativeSession { inner: Arc::new(s) }
+    }
+}
+
+/// The fields a session fills in, in the order they are added: the facade builds the returned
+/// envelope from the caller's own object plus these, instead of parsing the whole record back.
+const FILLED: [&str; 6] = [
+    "type",
+    "uuid",
+    "parentUuid",
+    "sessionId",
+    "seq",
+    "timestamp",
+];
+
+fn filled(env: &Map<String, Value>) -> Map<String, Value> {
+    FILLED
+        .iter()
+        .filter_map(|k| env.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect()
+}
+
+fn object(text: Option<String>, what: &str) -> Result<Option<Map<String, Value>>> {
+    match text.map(|t| parse_json(&t, what)).transpose()? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(o)) => Ok(Some(o)),
+        Some(_) => Err(napi::Error::new(
+            Code("INVALID_INPUT"),
+            format!("{what}: expected an object"),
+        )),
+    }
+}
+
+fn array(text: &str, what: &str) -> Result<Vec<Value>> {
+    match parse_json(text, what)? {
+        Value::Array(a) => Ok(a),
+        _ => Err(napi::Error::new(
+            Code("INVALID_INPUT"),
+            format!("{what}: expected an array"),
+        )),
+    }
+}
+
+fn page_bytes(max: Option<u32>) -> usize {
+    max.map_or(PAGE_BYTES, |m| m.max(1) as usize)
+}
+
+#[napi]
+impl NativeSession {
+    /// A session in memory only.
+    #[napi(constructor, catch_unwind)]
+    pub fn new(options_json: Option<String>) -> Result<Self> {
+        let options: SessionOptions = parse_opt(options_json, "Session: options")?;
+        Ok(NativeSession::wrap(Session::in_memory(options).or_throw()?))
+    }
+
+    #[napi(getter)]
+    pub fn id(&self) -> String {
+        self.inner.id().to_string()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn info(&self) -> Result<String> {
+        to_json(&self.inner.info().or_throw()?)
+    }
+
+    /// Appends JSON text of a message / envelope / string; returns the filled-in fields as JSON.
+    #[napi(catch_unwind)]
+    pub fn append(&self, json: String, envelope_json: Option<String>) -> Result<String> {
+        let input = parse_json(&json, "append")?;
+        let extra = object(envelope_json, "append: envelope")?;
+        let env = self.inner.append(input, extra).or_throw()?;
+        to_json(&filled(&env))
+    }
+
+    /// Appends a JSON array of records in one transaction; returns the filled-in fields of each.
+    #[napi(catch_unwind)]
+    pub fn append_many(&self, json: String) -> Result<String> {
+        let items = array(&json, "appendMany")?;
+        let envs = self.inner.append_many(items).or_throw()?;
+        to_json(&envs.iter().map(filled).collect::<Vec<_>>())
+    }
+
+    /// Returns the whole envelope as JSON.
+    #[napi(catch_unwind)]
+    pub fn append_event(
+        &self,
+        name: String,
+        data_json: Option<String>,
+        envelope_json: Option<String>,
+    ) -> Result<String> {
+        let data = data_json
+            .map(|d| parse_json(&d, "appendEvent: data"))
+            .transpose()?;
+        let extra = object(envelope_json, "appendEvent: envelope")?;
+        to_json(&self.inner.append_event(&name, data, extra).or_throw()?)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn restore_messages(&self, json: String) -> Result<String> {
+        let items = array(&json, "restoreMessages")?;
+        to_json(&self.inner.restore_messages(items).or_throw()?)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn restore_token_state(&self, json: String) -> Result<()> {
+        let patch: TokenPatch = parse_opt(Some(json), "restoreTokenState: state")?;
+        self.inner.restore_token_state(patch).or_throw()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn messages_page(&self, from_seq: f64, max_bytes: Option<u32>) -> Result<NativePage> {
+        Ok(self
+            .inner
+            .messages_page(from_seq as u64, page_bytes(max_bytes))
+            .or_throw()?
+            .into())
+    }
+
+    #[napi(catch_unwind)]
+    pub fn envelopes_page(
+        &self,
+        from_seq: f64,
+        limit: f64,
+        max_bytes: Option<u32>,
+    ) -> Result<NativePage> {
+        Ok(self
+            .inner
+            .envelopes_page(from_seq as u64, limit as u64, page_bytes(max_bytes))
+            .or_throw()?
+            .into())
+    }
+
+    /// One page of envelopes, read off the main thread.
+    #[napi]
+    pub fn envelopes_page_async(
+        &self,
+        from_seq: f64,
+        limit: f64,
+        max_bytes: Option<u32>,
+    ) -> AsyncTask<ReadPage> {
+        AsyncTask::new(ReadPage {
+            session: self.inner.clone(),
+            from: from_seq as u64,
+            limit: limit as u64,
+            max_bytes: page_bytes(max_bytes),
+        })
+    }
+
+    #[napi(catch_unwind)]
+    pub fn turns(&self) -> Result<String> {
+        to_json(&self.inner.turns().or_throw()?)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn token_tracker(&self) -> Result<String> {
+        to_json(&self.inner.token_tracker().or_throw()?)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn context_fill(&self) -> Result<String> {
+        to_json(&self.inner.context_fill().or_throw()?)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn set_status(&self, status: String) -> Result<()> {
+        let status = Status::parse(&status).ok_or_else(|| {
+            to_js(threadline::Error::InvalidInput(format!(
+                "setStatus: status: expected 'active', 'completed', 'failed' or 'interrupted', got '{status}'"
+            )))
+        })?;
+        self.inner.set_status(status).or_throw()
+    }
+
+    #[napi]
+    pub fn close(&self) {
+        self.inner.close()
+    }
+}
+
+pub struct ReadPage {
+    session: Arc<Session>,
+    from: u64,
+    limit: u64,
+    max_bytes: usize,
+}
+
+impl Task for ReadPage {
+    type Output = threadline::Page;
+    type JsValue = NativePage;
+
+    fn compute(&mut self) -> napi::Result<threadline::Page> {
+        self.session
+            .envelopes_page(self.from, self.limit, self.max_bytes)
+            .map_err(async_error)
+    }
+
+    fn resolve(&mut self, _: Env, page: threadline::Page) -> napi::Result<NativePage> {
+        Ok(page.into())
+    }
+}

@@ -1,0 +1,142 @@
+//! `NativeStore`: the core Store for JS. The facade in index.js wraps it as `Store`.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
+use napi_derive::napi;
+use threadline::{SessionFilter, SessionOptions, Store, StoreOptions};
+
+use crate::error::{parse_opt, to_json, OrThrow, Result};
+use crate::session::NativeSession;
+
+#[napi]
+pub struct NativeStore {
+    inner: Arc<Store>,
+}
+
+fn open(path: Option<String>, options: Option<String>) -> Result<Store> {
+    let options: StoreOptions = parse_opt(options, "options")?;
+    Store::open(path.as_deref(), options).or_throw()
+}
+
+#[napi]
+impl NativeStore {
+    #[napi(factory, catch_unwind)]
+    pub fn open(path: Option<String>, options_json: Option<String>) -> Result<NativeStore> {
+        Ok(NativeStore {
+            inner: Arc::new(open(path, options_json)?),
+        })
+    }
+
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.inner.path().to_string()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn create_session(&self, options_json: Option<String>) -> Result<NativeSession> {
+        let options: SessionOptions = parse_opt(options_json, "createSession: options")?;
+        Ok(NativeSession::wrap(
+            self.inner.create_session(options).or_throw()?,
+        ))
+    }
+
+    #[napi(catch_unwind)]
+    pub fn open_session(&self, id: String, prompt_key: Option<String>) -> Result<NativeSession> {
+        Ok(NativeSession::wrap(
+            self.inner
+                .open_session(&id, prompt_key.as_deref())
+                .or_throw()?,
+        ))
+    }
+
+    #[napi]
+    pub fn open_session_async(
+        &self,
+        id: String,
+        prompt_key: Option<String>,
+    ) -> AsyncTask<OpenSession> {
+        AsyncTask::new(OpenSession {
+            store: self.inner.clone(),
+            id,
+            prompt_key,
+        })
+    }
+
+    #[napi(catch_unwind)]
+    pub fn list_sessions(&self, filter_json: Option<String>) -> Result<String> {
+        let filter: SessionFilter = parse_opt(filter_json, "listSessions: filter")?;
+        to_json(&self.inner.list_sessions(&filter).or_throw()?)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn delete_session(&self, id: String) -> Result<()> {
+        self.inner.delete_session(&id).or_throw()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn close(&self) -> Result<()> {
+        self.inner.close().or_throw()
+    }
+}
+
+pub struct OpenStore {
+    path: Option<String>,
+    options: StoreOptions,
+}
+
+impl Task for OpenStore {
+    type Output = Store;
+    type JsValue = NativeStore;
+
+    fn compute(&mut self) -> napi::Result<Store> {
+        Store::open(self.path.as_deref(), self.options.clone()).map_err(async_error)
+    }
+
+    fn resolve(&mut self, _: Env, store: Store) -> napi::Result<NativeStore> {
+        Ok(NativeStore {
+            inner: Arc::new(store),
+        })
+    }
+}
+
+/// Opens a store off the main thread (options are checked here, synchronously).
+#[napi(catch_unwind)]
+pub fn open_store_async(
+    path: Option<String>,
+    options_json: Option<String>,
+) -> Result<AsyncTask<OpenStore>> {
+    let options: StoreOptions = parse_opt(options_json, "options")?;
+    Ok(AsyncTask::new(OpenStore { path, options }))
+}
+
+pub struct OpenSession {
+    store: Arc<Store>,
+    id: String,
+    prompt_key: Option<String>,
+}
+
+impl Task for OpenSession {
+    type Output = threadline::Session;
+    type JsValue = NativeSession;
+
+    fn compute(&mut self) -> napi::Result<threadline::Session> {
+        self.store
+            .open_session(&self.id, self.prompt_key.as_deref())
+            .map_err(async_error)
+    }
+
+    fn resolve(&mut self, _: Env, s: threadline::Session) -> napi::Result<NativeSession> {
+        Ok(NativeSession::wrap(s))
+    }
+}
+
+/// Async tasks reject with napi's own error type; the code travels in the message before a NUL
+/// and the facade restores it as `err.code`.
+pub fn async_error(e: threadline::Error) -> napi::Error {
+    napi::Error::new(
+        napi::Status::GenericFailure,
+        format!("{}\u{0}{}", e.code(), e.message()),
+    )
+}
