@@ -21,6 +21,7 @@
 //! ```
 
 mod blob;
+mod checkpoint;
 mod clock;
 mod encode;
 mod envelope;

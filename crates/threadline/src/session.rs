@@ -227,6 +227,7 @@ impl Session {
         }
         tx.commit()?;
         *tail = next;
+        self.shared.committed();
         Ok(out)
     }
 
@@ -257,6 +258,7 @@ impl Session {
         }
         tx.commit()?;
         *tail = next;
+        self.shared.committed();
         Ok(tail.state.clone())
     }
 
@@ -374,9 +376,14 @@ impl Session {
     /// if the log's end is not where this handle thinks.
     fn sync_tail(&self, conn: &Connection, tail: &mut Tail) -> Result<()> {
         let (lo, hi) = schema::range(self.num);
+        // ORDER BY + LIMIT, not max(): SQLite's min/max shortcut does not apply under a WHERE
+        // clause, and max() would scan the whole session.
         let last: Option<i64> = conn
-            .prepare_cached("SELECT max(id) FROM records WHERE id BETWEEN ?1 AND ?2")?
-            .query_row([lo, hi], |r| r.get(0))?;
+            .prepare_cached(
+                "SELECT id FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row([lo, hi], |r| r.get(0))
+            .optional()?;
         let expected = tail.next_seq.checked_sub(1).map(|s| lo + s as i64);
         if last != expected {
             *tail = load_tail(conn, self.num)?;

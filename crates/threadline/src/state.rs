@@ -93,6 +93,12 @@ impl State {
         let turn = self.turn.get_or_insert_with(TurnState::default);
         turn.tool_uses += f.tool_calls;
         if f.role == Some(Role::Assistant) {
+            // A response after user messages is a new one: calls of the last response that got
+            // no result by now never will (the provider wants results in the very next user
+            // message), so they stop being awaited. This keeps `pending` one response long.
+            if self.last_role == Some(Role::User) {
+                self.pending.clear();
+            }
             self.pending.extend(f.tool_use_ids.iter().cloned());
         }
         match &f.usage {

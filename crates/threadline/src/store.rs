@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
+use crate::checkpoint::Checkpointer;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::options::{
@@ -18,6 +19,7 @@ use crate::session::Session;
 pub(crate) struct Shared {
     conn: Mutex<Connection>,
     closed: AtomicBool,
+    checkpointer: Option<Checkpointer>,
     pub path: String,
     pub options: StoreOptions,
 }
@@ -30,6 +32,13 @@ impl Shared {
             return Err(Error::Closed("the store is closed".into()));
         }
         Ok(guard)
+    }
+
+    /// Called after every commit.
+    pub fn committed(&self) {
+        if let Some(c) = &self.checkpointer {
+            c.committed();
+        }
     }
 
     pub fn writable(&self) -> Result<()> {
@@ -65,13 +74,20 @@ impl Store {
         };
         let conn =
             open_connection(&path, &options).map_err(|e| e.during(&format!("open {path}")))?;
+        let checkpointer = if options.readonly {
+            None
+        } else {
+            Checkpointer::start(&path, options.busy_timeout_ms)
+        };
+        let shared = Shared {
+            conn: Mutex::new(conn),
+            closed: AtomicBool::new(false),
+            checkpointer,
+            path,
+            options,
+        };
         Ok(Store {
-            shared: Arc::new(Shared {
-                conn: Mutex::new(conn),
-                closed: AtomicBool::new(false),
-                path,
-                options,
-            }),
+            shared: Arc::new(shared),
         })
     }
 
@@ -213,6 +229,9 @@ impl Store {
         if self.shared.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        if let Some(c) = &self.shared.checkpointer {
+            c.stop();
+        }
         // An inert in-memory connection takes the file's place, so the file is really closed now.
         let inert = Connection::open_in_memory().map_err(|e| Error::from(e).during("close"))?;
         let conn = std::mem::replace(&mut *guard, inert);
@@ -259,6 +278,10 @@ fn open_connection(path: &str, options: &StoreOptions) -> Result<Connection> {
     };
     if !options.readonly {
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+        // Checkpoints run on a background connection (see checkpoint.rs), not inside appends.
+        if path != ":memory:" {
+            conn.execute_batch("PRAGMA wal_autocheckpoint = 0")?;
+        }
     }
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {sync}; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768; PRAGMA mmap_size = 268435456;"

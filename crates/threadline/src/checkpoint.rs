@@ -1,0 +1,86 @@
+//! Background checkpoints. In WAL mode a commit appends pages to the -wal file; a checkpoint
+//! copies them into the database file and fsyncs it, which takes milliseconds. Left to SQLite,
+//! that happens inside whichever append crosses the threshold; here a thread with its own
+//! connection does it, so appends never wait for it. Committed data is safe either way: it is in
+//! the WAL from the moment of commit.
+
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use rusqlite::{Connection, OpenFlags};
+
+/// Commits between nudges to the checkpointer (a few pages each: about 1,000 WAL pages).
+const COMMITS_PER_CHECKPOINT: u32 = 256;
+
+pub struct Checkpointer {
+    nudge: Mutex<Option<SyncSender<()>>>,
+    commits: Mutex<u32>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Checkpointer {
+    /// Starts the thread for the database at `path`; None for in-memory stores.
+    pub fn start(path: &str, busy_timeout_ms: u32) -> Option<Checkpointer> {
+        if path == ":memory:" || path.is_empty() {
+            return None;
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .ok()?;
+        conn.busy_timeout(std::time::Duration::from_millis(busy_timeout_ms as u64))
+            .ok()?;
+        let (tx, rx) = sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("threadline-checkpoint".into())
+            .spawn(move || {
+                while rx.recv().is_ok() {
+                    // PASSIVE: copies what it can without blocking writers or readers. A failure
+                    // (busy, disk) is harmless: the pages stay in the WAL and the next nudge retries.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+            })
+            .ok()?;
+        Some(Checkpointer {
+            nudge: Mutex::new(Some(tx)),
+            commits: Mutex::new(0),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Called after each commit.
+    pub fn committed(&self) {
+        let mut n = self.commits.lock().unwrap_or_else(|e| e.into_inner());
+        *n += 1;
+        if *n < COMMITS_PER_CHECKPOINT {
+            return;
+        }
+        *n = 0;
+        if let Some(tx) = self
+            .nudge
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            match tx.try_send(()) {
+                Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
+            }
+        }
+    }
+
+    /// Stops the thread after any checkpoint in progress.
+    pub fn stop(&self) {
+        self.nudge.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,271 @@
+//! The core crate through its public API: storage, reopening, blobs, errors.
+
+use serde_json::{json, Value};
+use threadline::{Error, SessionFilter, SessionOptions, Status, Store, StoreOptions};
+
+fn temp_store() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db").to_string_lossy().into_owned();
+    (dir, path)
+}
+
+fn open(path: &str) -> Store {
+    Store::open(Some(path), StoreOptions::default()).unwrap()
+}
+
+#[test]
+fn records_come_back_exactly_after_reopening() {
+    let (_dir, path) = temp_store();
+    let text = r#"{"zeta":1,"role":"assistant","content":[{"type":"text","text":"→ 你好 😀 \u0000 end","citations":null},
+        {"type":"thinking","thinking":"hmm","signature":"c2ln"},{"type":"future","payload":{"b":1,"a":2}}],
+        "id":"msg_1","usage":{"input_tokens":3,"output_tokens":4,"service_tier":"standard"},
+        "numbers":[1e-7,9007199254740993,1.0,-0.5,12345678901234567890123]}"#;
+    let given = threadline::parse(text).unwrap();
+    let id = {
+        let store = open(&path);
+        let s = store.create_session(SessionOptions::default()).unwrap();
+        s.append(given.clone(), None).unwrap();
+        s.id().to_string()
+    };
+    let store = open(&path);
+    let s = store.open_session(&id, None).unwrap();
+    let back = s.messages().unwrap();
+    assert_eq!(back, vec![given.clone()]);
+    // Key order and number text are kept exactly: the same bytes go back to the provider.
+    assert_eq!(back[0].to_string(), given.to_string());
+    assert!(back[0].to_string().contains("9007199254740993"));
+    assert!(back[0].to_string().contains("1.0,"));
+}
+
+#[test]
+fn envelopes_get_defaults_in_order_and_chain_parents() {
+    let store = Store::memory().unwrap();
+    let s = store
+        .create_session(SessionOptions {
+            id: Some("s1".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let a = s.append(json!("hello"), None).unwrap();
+    let b = s
+        .append(json!({"role": "assistant", "content": "hi"}), None)
+        .unwrap();
+    let keys: Vec<&str> = a.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "type",
+            "uuid",
+            "parentUuid",
+            "sessionId",
+            "seq",
+            "timestamp",
+            "message"
+        ]
+    );
+    assert_eq!(a["parentUuid"], Value::Null);
+    assert_eq!(b["parentUuid"], a["uuid"]);
+    assert_eq!(b["seq"], 1);
+    assert_eq!(b["sessionId"], "s1");
+    assert_eq!(
+        b["message"]["content"],
+        json!([{"type": "text", "text": "hi"}])
+    );
+    let envs = s.envelopes(0, None).unwrap();
+    assert_eq!(envs, vec![Value::Object(a), Value::Object(b)]);
+}
+
+#[test]
+fn long_strings_are_stored_once() {
+    let (_dir, path) = temp_store();
+    let big = "output line ✓\n".repeat(4000);
+    {
+        let store = open(&path);
+        let s = store.create_session(SessionOptions::default()).unwrap();
+        for i in 0..3 {
+            let m = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": big}]});
+            s.append(m, None).unwrap();
+        }
+        let back = s.messages().unwrap();
+        assert_eq!(back[2]["content"][0]["content"], Value::String(big.clone()));
+        store.close().unwrap();
+    }
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let blobs: i64 = db
+        .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(blobs, 1);
+}
+
+#[test]
+fn append_many_is_all_or_nothing() {
+    let store = Store::memory().unwrap();
+    let s = store.create_session(SessionOptions::default()).unwrap();
+    s.append(json!("first"), None).unwrap();
+    let err = s
+        .append_many(vec![
+            json!("ok"),
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x"}]}),
+        ])
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+    assert_eq!(err.message(), "appendMany: [1].content[0].input: required");
+    assert_eq!(s.envelopes(0, None).unwrap().len(), 1);
+    s.append(json!("after"), None).unwrap();
+    assert_eq!(s.envelopes(0, None).unwrap()[1]["seq"], 1);
+}
+
+#[test]
+fn the_same_uuid_cannot_be_stored_twice_in_a_session() {
+    let store = Store::memory().unwrap();
+    let s = store.create_session(SessionOptions::default()).unwrap();
+    s.append(
+        json!({"uuid": "u1", "message": {"role": "user", "content": "a"}}),
+        None,
+    )
+    .unwrap();
+    let err = s
+        .append(
+            json!({"uuid": "u1", "message": {"role": "user", "content": "b"}}),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.message(),
+        "append: uuid: 'u1' is already used by record seq 0"
+    );
+}
+
+#[test]
+fn files_that_are_not_stores_are_refused_untouched() {
+    let (dir, _) = temp_store();
+    let garbage = dir.path().join("garbage.db");
+    let bytes: Vec<u8> = (0..8192u32).map(|i| (i * 7919 % 251) as u8).collect();
+    std::fs::write(&garbage, &bytes).unwrap();
+    let err = Store::open(Some(garbage.to_str().unwrap()), StoreOptions::default())
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), "STORE_CORRUPT");
+    assert_eq!(std::fs::read(&garbage).unwrap(), bytes);
+
+    let other = dir.path().join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE t(x)")
+        .unwrap();
+    let err = Store::open(Some(other.to_str().unwrap()), StoreOptions::default())
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), "STORE_CORRUPT");
+}
+
+#[test]
+fn a_store_from_a_newer_schema_is_refused() {
+    let (_dir, path) = temp_store();
+    open(&path).close().unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 99")
+        .unwrap();
+    let err = Store::open(Some(&path), StoreOptions::default())
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), "STORE_VERSION");
+}
+
+#[test]
+fn closed_stores_and_sessions_say_closed() {
+    let store = Store::memory().unwrap();
+    let s = store.create_session(SessionOptions::default()).unwrap();
+    s.close();
+    assert_eq!(s.append(json!("x"), None).unwrap_err().code(), "CLOSED");
+    let s2 = store.create_session(SessionOptions::default()).unwrap();
+    store.close().unwrap();
+    assert!(matches!(s2.messages(), Err(Error::Closed(_))));
+    assert_eq!(
+        store
+            .list_sessions(&SessionFilter::default())
+            .unwrap_err()
+            .code(),
+        "CLOSED"
+    );
+}
+
+#[test]
+fn sessions_are_listed_most_recent_first_and_deleted_with_their_blobs() {
+    let (_dir, path) = temp_store();
+    let store = open(&path);
+    let opts = |id: &str, project: &str| SessionOptions {
+        id: Some(id.into()),
+        project: Some(project.into()),
+        ..Default::default()
+    };
+    let a = store.create_session(opts("a", "p1")).unwrap();
+    let b = store.create_session(opts("b", "p2")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    a.append(
+        json!({"role": "user", "content": [{"type": "text", "text": "x".repeat(20_000)}]}),
+        None,
+    )
+    .unwrap();
+    b.set_status(Status::Completed).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    a.append(json!("later"), None).unwrap();
+    let ids: Vec<String> = store
+        .list_sessions(&SessionFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+    let only = store
+        .list_sessions(&SessionFilter {
+            status: Some(Status::Completed),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].id, "b");
+    store.delete_session("a").unwrap();
+    assert_eq!(
+        store.open_session("a", None).err().unwrap().code(),
+        "NOT_FOUND"
+    );
+    store.close().unwrap();
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let blobs: i64 = db
+        .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(blobs, 0);
+}
+
+#[test]
+fn a_new_store_file_is_private_to_its_owner() {
+    let (_dir, path) = temp_store();
+    open(&path);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}
+
+#[test]
+fn prompt_keys_must_match() {
+    let store = Store::memory().unwrap();
+    store
+        .create_session(SessionOptions {
+            id: Some("s".into()),
+            prompt_key: Some("v1".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(store.open_session("s", Some("v1")).is_ok());
+    assert_eq!(
+        store.open_session("s", Some("v2")).err().unwrap().code(),
+        "PROMPT_MISMATCH"
+    );
+}
