@@ -18,7 +18,10 @@ fn msg(i: usize) -> serde_json::Value {
 fn main() {
     let dir = std::env::temp_dir().join(format!("tl-cost-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let n = 20_000;
+    let n: usize = std::env::var("TL_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
     let msgs: Vec<_> = (0..n).map(msg).collect();
     let texts: Vec<String> = msgs.iter().map(|m| m.to_string()).collect();
     let t = Instant::now();

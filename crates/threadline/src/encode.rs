@@ -191,50 +191,66 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Bytes that cannot be copied as they are: control characters, `"`, `\\`, and every byte of a
+/// non-ASCII character.
+static SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = i < 0x20 || i == b'"' as usize || i == b'\\' as usize || i >= 0x80;
+        i += 1;
+    }
+    t
+};
+
 /// Writes `s` as a JSON string literal using only ASCII.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    out.reserve(s.len() + 2);
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: Option<&[u8]> = match b {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            0x08 => Some(b"\\b"),
-            0x0c => Some(b"\\f"),
-            _ => None,
-        };
-        if esc.is_none() && (0x20..0x80).contains(&b) {
-            continue;
-        }
-        if b >= 0x80 && !is_char_start(b) {
-            continue; // continuation byte: written with its lead byte
+    let mut i = 0;
+    while i < bytes.len() {
+        // Runs of plain ASCII are copied in one go: most text is such runs.
+        while i < bytes.len() && !SPECIAL[bytes[i] as usize] {
+            i += 1;
         }
         out.extend_from_slice(&bytes[start..i]);
-        if let Some(e) = esc {
-            out.extend_from_slice(e);
-            start = i + 1;
-        } else if b < 0x20 {
-            push_u16_escape(out, b as u16);
-            start = i + 1;
-        } else {
-            let ch = s[i..].chars().next().unwrap_or('\u{fffd}');
-            let mut units = [0u16; 2];
-            for u in ch.encode_utf16(&mut units) {
-                push_u16_escape(out, *u);
-            }
-            start = i + ch.len_utf8();
+        if i == bytes.len() {
+            break;
         }
+        let b = bytes[i];
+        let len = match b {
+            b'"' => push(out, b"\\\""),
+            b'\\' => push(out, b"\\\\"),
+            b'\n' => push(out, b"\\n"),
+            b'\r' => push(out, b"\\r"),
+            b'\t' => push(out, b"\\t"),
+            0x08 => push(out, b"\\b"),
+            0x0c => push(out, b"\\f"),
+            0..=0x1f => {
+                push_u16_escape(out, b as u16);
+                1
+            }
+            _ => {
+                let ch = s[i..].chars().next().unwrap_or('\u{fffd}');
+                let mut units = [0u16; 2];
+                for u in ch.encode_utf16(&mut units) {
+                    push_u16_escape(out, *u);
+                }
+                ch.len_utf8()
+            }
+        };
+        i += len;
+        start = i;
     }
-    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
-fn is_char_start(b: u8) -> bool {
-    b & 0xC0 != 0x80
+/// Appends an escape for one input byte; returns 1 (the bytes consumed).
+fn push(out: &mut Vec<u8>, escape: &[u8]) -> usize {
+    out.extend_from_slice(escape);
+    1
 }
 
 fn push_u16_escape(out: &mut Vec<u8>, u: u16) {
@@ -261,6 +277,27 @@ mod tests {
         );
         let back: String = serde_json::from_str(&text).unwrap();
         assert_eq!(back, "a\u{0}\"\\\n→😀é\u{7f}");
+    }
+
+    #[test]
+    fn every_character_class_round_trips_through_ascii() {
+        let mut all: String = (0u32..0x800).filter_map(char::from_u32).collect();
+        all.push_str("\u{fffd}\u{ffff}\u{10000}\u{10ffff}😀 CJK 你好 é→✓ \\\"");
+        for s in [
+            all.as_str(),
+            "",
+            "plain",
+            "\u{0}",
+            "a\u{1f}b",
+            "😀",
+            "x\"y\\z",
+        ] {
+            let mut out = Vec::new();
+            write_str(&mut out, s);
+            assert!(out.is_ascii() && !out.iter().any(|&b| b < 0x20));
+            let back: String = serde_json::from_slice(&out).unwrap();
+            assert_eq!(back, s);
+        }
     }
 
     #[test]
