@@ -33,6 +33,35 @@ function describe(v) {
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`
 }
 
+// The store takes JSON nested at most this deep (the Rust side enforces it too).
+const MAX_DEPTH = 128
+
+// Where JSON.stringify failed, found by walking the value iteratively (it may be too deep for
+// recursion): a BigInt, a cycle, or nesting past MAX_DEPTH. Only runs after a failure.
+function unencodable(value) {
+  const stack = [{ v: value, path: '', depth: 0 }]
+  const onPath = new Set()
+  while (stack.length > 0) {
+    const { v, path, depth, leave } = stack.pop()
+    if (leave) {
+      onPath.delete(v)
+      continue
+    }
+    if (typeof v === 'bigint') return { path, reason: 'a BigInt cannot be stored as JSON; use a number or a string' }
+    if (v === null || typeof v !== 'object') continue
+    if (onPath.has(v)) return { path, reason: 'a circular reference cannot be stored as JSON' }
+    if (depth >= MAX_DEPTH) return { path, reason: `nested deeper than ${MAX_DEPTH} levels` }
+    if (typeof v.toJSON === 'function') continue
+    onPath.add(v)
+    stack.push({ v, leave: true })
+    const entries = Array.isArray(v) ? v.map((x, i) => [`[${i}]`, x]) : Object.entries(v).map(([k, x]) => [path ? `.${k}` : k, x])
+    for (let i = entries.length - 1; i >= 0; i--) {
+      stack.push({ v: entries[i][1], path: path + entries[i][0], depth: depth + 1 })
+    }
+  }
+  return null
+}
+
 // JSON text of a caller's value. Values are stored as JSON.stringify sees them (toJSON is
 // honoured, undefined properties are left out); what it cannot encode is INVALID_INPUT.
 function toJson(value, what) {
@@ -40,6 +69,9 @@ function toJson(value, what) {
   try {
     text = JSON.stringify(value)
   } catch (e) {
+    const found = unencodable(value)
+    if (found && found.path) throw fail('INVALID_INPUT', `${what}: ${found.path}: ${found.reason}`)
+    if (found) throw fail('INVALID_INPUT', `${what}: ${found.reason}`)
     throw fail('INVALID_INPUT', `${what}: cannot be stored as JSON: ${e.message}`)
   }
   if (text === undefined) throw fail('INVALID_INPUT', `${what}: cannot be stored as JSON: got ${typeof value}`)

@@ -16,7 +16,7 @@ pub struct NativeStore {
 }
 
 fn open(path: Option<String>, options: Option<String>) -> Result<Store> {
-    let options: StoreOptions = parse_opt(options, "options")?;
+    let options: StoreOptions = parse_opt(options, "open: options")?;
     Store::open(path.as_deref(), options).or_throw()
 }
 
@@ -107,7 +107,7 @@ pub fn open_store_async(
     path: Option<String>,
     options_json: Option<String>,
 ) -> Result<AsyncTask<OpenStore>> {
-    let options: StoreOptions = parse_opt(options_json, "options")?;
+    let options: StoreOptions = parse_opt(options_json, "openAsync: options")?;
     Ok(AsyncTask::new(OpenStore { path, options }))
 }
 

@@ -56,8 +56,13 @@ enum Seg<'a> {
     Index(usize),
 }
 
-/// Encodes an envelope whose top-level `message` (if any) is stored on its own.
-pub fn encode_envelope(env: &Map<String, Value>, threshold: usize) -> Result<Encoded> {
+/// Encodes an envelope whose top-level `message` (if any) is stored on its own. Error paths inside
+/// the message start with `message.` only if the caller gave an envelope (`message_in_path`).
+pub fn encode_envelope(
+    env: &Map<String, Value>,
+    threshold: usize,
+    message_in_path: bool,
+) -> Result<Encoded> {
     let mut enc = Encoder {
         threshold,
         blobs: Vec::new(),
@@ -75,8 +80,11 @@ pub fn encode_envelope(env: &Map<String, Value>, threshold: usize) -> Result<Enc
         }
         write_str(&mut body, k);
         body.push(b':');
-        enc.at.push(Seg::Key(k));
-        if k == "message" {
+        let is_message = k == "message";
+        if !is_message || message_in_path {
+            enc.at.push(Seg::Key(k));
+        }
+        if is_message {
             let mut m = Vec::with_capacity(1024);
             let before = enc.moved;
             enc.value(&mut m, v)?;
@@ -86,7 +94,9 @@ pub fn encode_envelope(env: &Map<String, Value>, threshold: usize) -> Result<Enc
         } else {
             enc.value(&mut body, v)?;
         }
-        enc.at.pop();
+        if !is_message || message_in_path {
+            enc.at.pop();
+        }
     }
     body.push(b'}');
     let total = body.len() + message.as_ref().map_or(0, Vec::len) + enc.total;
@@ -306,7 +316,7 @@ mod tests {
         let env: Map<String, Value> =
             serde_json::from_value(serde_json::json!({"a": big, "b": [big], "c": "short"}))
                 .unwrap();
-        let e = encode_envelope(&env, 10_240).unwrap();
+        let e = encode_envelope(&env, 10_240, true).unwrap();
         assert_eq!(e.blobs.len(), 1);
         assert_eq!(e.body.iter().filter(|&&b| b == BLOB_MARK).count(), 4);
         assert!(e.body.len() < 300);

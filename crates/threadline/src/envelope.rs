@@ -15,6 +15,8 @@ pub struct Draft {
     pub message: Option<MessageFacts>,
     /// the caller gave a bare message: the envelope's `message` key goes last
     bare: bool,
+    /// the caller gave an envelope: error paths in the message start with `message.`
+    pub(crate) from_envelope: bool,
     /// token state set by `restoreTokenState`
     pub(crate) tokens: Option<crate::state::TokenPatch>,
 }
@@ -71,6 +73,7 @@ impl Draft {
             env,
             message: Some(facts),
             bare: true,
+            from_envelope: false,
             tokens: None,
         })
     }
@@ -99,6 +102,7 @@ impl Draft {
             env,
             message: facts,
             bare: false,
+            from_envelope: true,
             tokens: None,
         })
     }

@@ -31,8 +31,11 @@ fn parse_error(text: &str) -> Error {
                 .to_string();
             let reason = if reason.contains("recursion limit") {
                 "nested deeper than 128 levels".to_string()
-            } else if reason.contains("surrogate") {
-                format!("{reason} (a string holds a lone UTF-16 surrogate)")
+            } else if reason.contains("surrogate") || reason.contains("end of hex escape") {
+                // JSON.stringify writes a lone surrogate as a \uD800-style escape; serde_json
+                // reports it either way, depending on what follows it.
+                "a string holds a lone UTF-16 surrogate, which is not valid Unicode text"
+                    .to_string()
             } else {
                 reason
             };

@@ -307,7 +307,11 @@ impl Session {
             seq,
             timestamp: &now.iso,
         });
-        let enc = encode_envelope(&d.env, self.shared.options.blob_threshold_bytes)?;
+        let enc = encode_envelope(
+            &d.env,
+            self.shared.options.blob_threshold_bytes,
+            d.from_envelope,
+        )?;
         let id = lo + seq as i64;
         let mut msg_index = None;
         let mut turn_start = false;
@@ -471,13 +475,16 @@ impl Session {
     }
 
     pub fn context_fill(&self) -> Result<ContextFill> {
-        let used = self.token_tracker()?.context_tokens;
-        let window = self.info()?.context_window;
-        Ok(ContextFill {
-            used_tokens: used,
-            context_window: window,
-            fraction: window.filter(|&w| w > 0).map(|w| used as f64 / w as f64),
-        })
+        let run = || -> Result<ContextFill> {
+            let used = self.synced_tail()?.state.tracker().context_tokens;
+            let window = read_info(&*self.conn()?, self.num)?.0.context_window;
+            Ok(ContextFill {
+                used_tokens: used,
+                context_window: window,
+                fraction: window.filter(|&w| w > 0).map(|w| used as f64 / w as f64),
+            })
+        };
+        run().map_err(|e| e.during("contextFill"))
     }
 
     pub fn info(&self) -> Result<SessionInfo> {

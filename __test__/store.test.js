@@ -1,0 +1,213 @@
+'use strict'
+// The store file: created private (0600, with its -wal/-shm), defaultStorePath and THREADLINE_HOME,
+// and the basic session bookkeeping of a store (list, info, status, delete).
+
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { spawn, spawnSync } = require('node:child_process')
+const { once } = require('node:events')
+
+const { lib, ROOT, tmpDir, expectError, readInNewProcess, openReadonlyDb } = require('./helpers/util')
+
+const { Store } = lib
+
+function mode(file) {
+  return fs.statSync(file).mode & 0o777
+}
+
+test('a new store file is created with mode 0600, and so are its -wal and -shm files', (t) => {
+  const dir = tmpDir(t)
+  const old = process.umask(0o022) // a usual umask, which alone would give 0644
+  try {
+    const file = path.join(dir, 'nested', 'dirs', 'private.db')
+    const store = Store.open(file)
+    store.createSession().append('secret prompt')
+    assert.equal(mode(file), 0o600)
+    for (const side of [`${file}-wal`, `${file}-shm`]) {
+      assert.ok(fs.existsSync(side), `${side} exists while the store is open (WAL mode)`)
+      assert.equal(mode(side), 0o600, side)
+    }
+    store.close()
+    assert.equal(mode(file), 0o600)
+  } finally {
+    process.umask(old)
+  }
+})
+
+function childEnv(changes) {
+  const env = { ...process.env }
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === undefined) delete env[k]
+    else env[k] = v
+  }
+  return env
+}
+
+// In a child with `env`: defaultStorePath(), and the path of Store.open() with no path (created).
+function defaultsIn(env) {
+  const code = `
+    const { Store, defaultStorePath } = require(${JSON.stringify(ROOT)})
+    const p = defaultStorePath()
+    const store = Store.open()
+    store.createSession({ id: 'default' }).append('hi')
+    const opened = store.path
+    store.close()
+    process.stdout.write(JSON.stringify({ p, opened }))
+  `
+  const r = spawnSync(process.execPath, ['-e', code], { env, encoding: 'utf8' })
+  assert.equal(r.status, 0, r.stderr)
+  return JSON.parse(r.stdout)
+}
+
+test('defaultStorePath honours THREADLINE_HOME, and Store.open() with no path uses it', (t) => {
+  const home = path.join(tmpDir(t), 'tl-home')
+  const { p, opened } = defaultsIn(childEnv({ THREADLINE_HOME: home }))
+  assert.equal(p, path.join(home, 'threadline.db'))
+  assert.equal(opened, p)
+  assert.ok(fs.existsSync(p), 'the store was created there')
+  assert.equal(mode(p), 0o600)
+  const back = readInNewProcess(p, 'default')
+  assert.equal(back.messages.length, 1)
+})
+
+test('without THREADLINE_HOME, the default store is in the per-user data dir under threadline/', (t) => {
+  const dir = tmpDir(t)
+  let env
+  let expected
+  if (process.platform === 'linux') {
+    env = childEnv({ THREADLINE_HOME: undefined, XDG_DATA_HOME: path.join(dir, 'xdg-data') })
+    expected = path.join(dir, 'xdg-data', 'threadline', 'threadline.db')
+  } else if (process.platform === 'darwin') {
+    env = childEnv({ THREADLINE_HOME: undefined, HOME: dir })
+    expected = path.join(dir, 'Library', 'Application Support', 'threadline', 'threadline.db')
+  } else {
+    env = childEnv({ THREADLINE_HOME: undefined, APPDATA: dir })
+    expected = path.join(dir, 'threadline', 'threadline.db')
+  }
+  const { p, opened } = defaultsIn(env)
+  assert.equal(p, expected)
+  assert.equal(opened, expected)
+  assert.ok(fs.existsSync(expected))
+  // the parent process's own default follows its own environment
+  const saved = process.env.THREADLINE_HOME
+  process.env.THREADLINE_HOME = path.join(dir, 'here')
+  try {
+    assert.equal(lib.defaultStorePath(), path.join(dir, 'here', 'threadline.db'))
+  } finally {
+    if (saved === undefined) delete process.env.THREADLINE_HOME
+    else process.env.THREADLINE_HOME = saved
+  }
+})
+
+test('sessions: info, listSessions (most recently updated first), setStatus, deleteSession', async (t) => {
+  const dir = tmpDir(t)
+  const file = path.join(dir, 's.db')
+  const store = Store.open(file)
+  const a = store.createSession({ id: 'a', project: 'p1', title: 'First', model: 'claude-x', contextWindow: 1000, metadata: { k: [1, 2] } })
+  const b = store.createSession({ id: 'b', project: 'p2' })
+  a.append('one')
+  await new Promise((r) => setTimeout(r, 5))
+  b.append('two')
+  b.append({ role: 'assistant', content: 'three' })
+  const info = a.info
+  assert.equal(info.id, 'a')
+  assert.equal(info.project, 'p1')
+  assert.equal(info.title, 'First')
+  assert.equal(info.model, 'claude-x')
+  assert.equal(info.contextWindow, 1000)
+  assert.deepStrictEqual(info.metadata, { k: [1, 2] })
+  assert.equal(info.status, 'active')
+  assert.equal(info.messageCount, 1)
+  assert.ok(!Number.isNaN(Date.parse(info.createdAt)))
+  assert.ok(Date.parse(info.updatedAt) >= Date.parse(info.createdAt))
+  assert.equal(b.info.messageCount, 2)
+
+  assert.deepStrictEqual(store.listSessions().map((i) => i.id), ['b', 'a'])
+  assert.deepStrictEqual(store.listSessions({ project: 'p1' }).map((i) => i.id), ['a'])
+  assert.deepStrictEqual(store.listSessions({ limit: 1 }).map((i) => i.id), ['b'])
+  await new Promise((r) => setTimeout(r, 5))
+  a.append('four')
+  assert.deepStrictEqual(store.listSessions().map((i) => i.id), ['a', 'b'])
+
+  b.setStatus('completed')
+  assert.equal(b.info.status, 'completed')
+  assert.deepStrictEqual(store.listSessions({ status: 'completed' }).map((i) => i.id), ['b'])
+
+  store.deleteSession('b')
+  assert.deepStrictEqual(store.listSessions().map((i) => i.id), ['a'])
+  expectError(() => store.openSession('b'), 'NOT_FOUND', 'b')
+  store.close()
+  const back = readInNewProcess(file, 'a')
+  assert.equal(back.info.status, 'active')
+  assert.equal(back.messages.length, 2)
+})
+
+test('two handles on one session (same process) see each other\'s appends; seq and parent chain continue', (t) => {
+  const dir = tmpDir(t)
+  const store = Store.open(path.join(dir, 'h.db'))
+  const first = store.createSession({ id: 'h' })
+  first.append('zero')
+  const h1 = store.openSession('h')
+  const h2 = store.openSession('h')
+  const a = h1.append('from h1')
+  const b = h2.append('from h2')
+  const c = first.append({ role: 'assistant', content: 'from the first handle', usage: { input_tokens: 3, output_tokens: 4 } })
+  assert.deepStrictEqual([a.seq, b.seq, c.seq], [1, 2, 3])
+  assert.equal(b.parentUuid, a.uuid)
+  assert.equal(c.parentUuid, b.uuid)
+  for (const h of [first, h1, h2]) {
+    assert.deepStrictEqual(h.messages.map((m) => m.content[0].text), ['zero', 'from h1', 'from h2', 'from the first handle'])
+    assert.equal(h.turns.length, 3)
+    assert.equal(h.tokenTracker.cumulativeOutputTokens, 4)
+    assert.equal(h.info.messageCount, 4)
+  }
+  store.close()
+})
+
+test('two processes append to two sessions of one store at the same time', async (t) => {
+  const dir = tmpDir(t)
+  const file = path.join(dir, 'shared.db')
+  const init = Store.open(file)
+  init.createSession({ id: 'p1' })
+  init.createSession({ id: 'p2' })
+  init.close()
+  const code = `
+    const { Store } = require(${JSON.stringify(ROOT)})
+    const [file, id] = process.argv.slice(1)
+    const s = Store.open(file).openSession(id)
+    for (let i = 0; i < 300; i++) {
+      if (i % 3 === 0) s.appendMany([id + ' ' + i + 'a', id + ' ' + i + 'b'])
+      else s.append(id + ' ' + i)
+    }
+  `
+  const runs = ['p1', 'p2'].map((id) => {
+    const child = spawn(process.execPath, ['-e', code, file, id], { stdio: ['ignore', 'ignore', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (d) => { err += d })
+    return once(child, 'exit').then(([status]) => ({ status, err }))
+  })
+  for (const r of await Promise.all(runs)) assert.equal(r.status, 0, r.err)
+
+  const expected = (id) => {
+    const out = []
+    for (let i = 0; i < 300; i++) {
+      if (i % 3 === 0) out.push(`${id} ${i}a`, `${id} ${i}b`)
+      else out.push(`${id} ${i}`)
+    }
+    return out
+  }
+  for (const id of ['p1', 'p2']) {
+    const back = readInNewProcess(file, id)
+    assert.deepStrictEqual(back.messages.map((m) => m.content[0].text), expected(id))
+    back.envelopes.forEach((e, i) => {
+      assert.equal(e.seq, i)
+      assert.equal(e.sessionId, id)
+      assert.equal(e.parentUuid, i === 0 ? null : back.envelopes[i - 1].uuid)
+    })
+  }
+  const db = openReadonlyDb(file)
+  assert.deepStrictEqual(db.pragma('integrity_check'), [{ integrity_check: 'ok' }])
+  db.close()
+})

@@ -1,0 +1,116 @@
+// Misuses that must NOT compile, each marked `// @ts-expect-error`: this file is part of the
+// tsconfig.good.json project, so the project fails to compile as soon as one of these lines
+// stops being an error (the declarations got too loose). Compiled only, never run.
+
+import { ERROR_CODES, Session, Store, type ContentBlock, type ErrorCode, type Message, type ThreadlineError } from 'threadline'
+
+export function misuses(store: Store, session: Session, block: ContentBlock, message: Message, err: ThreadlineError): void {
+  // ---- narrowing on block.type -------------------------------------------------------------
+  if (block.type === 'text') {
+    // @ts-expect-error a text block has no input
+    block.input
+    // @ts-expect-error a text block has no id
+    block.id.length
+  }
+  if (block.type === 'tool_use') {
+    // @ts-expect-error a tool_use block has no tool_use_id (that is on tool_result)
+    block.tool_use_id
+    // @ts-expect-error input is unknown: check it before use
+    block.input.command
+  }
+  if (block.type === 'redacted_thinking') {
+    // @ts-expect-error a redacted_thinking block has no signature
+    block.signature
+  }
+  if (block.type === 'server_tool_use') {
+    // @ts-expect-error fields of a block Threadline does not model are unknown
+    block.name.toUpperCase()
+  }
+  // @ts-expect-error not narrowed: not every block has tool_use_id
+  block.tool_use_id
+  // @ts-expect-error 'tool-use' is not a block type (typo): no overlap
+  if (block.type === 'tool-use') return
+  // @ts-expect-error not exhaustive: blocks of other types can appear
+  if (block.type !== 'text' && block.type !== 'thinking' && block.type !== 'redacted_thinking' && block.type !== 'tool_use' && block.type !== 'tool_result' && block.type !== 'image' && block.type !== 'document') { const none: never = block; void none }
+
+  // ---- append: messages --------------------------------------------------------------------
+  // @ts-expect-error role 'system' is not a message role (give the system prompt per request)
+  session.append({ role: 'system', content: 'You are terse.' })
+  // @ts-expect-error a tool_result block needs tool_use_id
+  session.append({ role: 'user', content: [{ type: 'tool_result', content: 'ok' }] })
+  // @ts-expect-error a tool_use block needs input
+  session.append({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash' }] })
+  // @ts-expect-error thinking must be a string
+  session.append({ role: 'assistant', content: [{ type: 'thinking', thinking: 42 }] })
+  // @ts-expect-error a text block needs text (typo: txt)
+  session.append({ role: 'assistant', content: [{ type: 'text', txt: 'hi' }] })
+  // @ts-expect-error is_error is a boolean
+  session.append({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', is_error: 'yes' }] })
+  // @ts-expect-error an image source needs data (base64) or url
+  session.append({ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png' } }] })
+  // @ts-expect-error checked inside an envelope too
+  session.append({ message: { role: 'user', content: [{ type: 'tool_result', content: 'ok' }] }, requestId: 'req_1' })
+  // @ts-expect-error checked in appendMany too
+  session.appendMany(['hi', { role: 'user', content: [{ type: 'tool_result', content: 'ok' }] }])
+  // @ts-expect-error usage token counts are numbers
+  session.append({ role: 'assistant', content: 'x', usage: { input_tokens: '10', output_tokens: 1 } })
+  // @ts-expect-error a record without a message needs its own type
+  session.append({ uuid: 'u-1', data: 1 })
+  // @ts-expect-error not a message, an envelope or a string
+  session.append(42)
+  // @ts-expect-error content is a string or blocks
+  session.append({ role: 'user', content: { type: 'text', text: 'hi' } })
+  // @ts-expect-error parentUuid is a string or null
+  session.append('hi', { parentUuid: 7 })
+
+  // ---- methods and options -----------------------------------------------------------------
+  // @ts-expect-error no such method
+  session.appendMessage('hi')
+  // @ts-expect-error no such method (recovery APIs are not declared yet)
+  session.recover()
+  // @ts-expect-error no such method
+  store.getSession(session.id)
+  // @ts-expect-error the constructor is private: use Store.open
+  new Store()
+  // @ts-expect-error durability is 'process' or 'power'
+  Store.open('x.db', { durability: 'disk' })
+  // @ts-expect-error blobThresholdBytes is a number
+  Store.open('x.db', { blobThresholdBytes: '10k' })
+  // @ts-expect-error unknown option (readonly, not readOnly)
+  Store.open('x.db', { readOnly: true })
+  // @ts-expect-error contextWindow is a number
+  store.createSession({ contextWindow: '200k' })
+  // @ts-expect-error not a session status
+  session.setStatus('done')
+  // @ts-expect-error not a session status
+  store.listSessions({ status: 'running' })
+  // @ts-expect-error the range is { fromSeq, limit }
+  session.envelopes({ from: 0 })
+  // @ts-expect-error token counts are numbers
+  session.restoreTokenState({ inputTokens: '5' })
+  // @ts-expect-error not a TokenTracker field
+  session.restoreTokenState({ tokens: 5 })
+  // @ts-expect-error id is read-only
+  session.id = 'other'
+  // @ts-expect-error messages is read-only
+  session.messages = []
+  // @ts-expect-error the id is required
+  store.openSession()
+  // @ts-expect-error envelopesAsync returns a promise
+  session.envelopesAsync()[0]
+
+  // ---- read types --------------------------------------------------------------------------
+  // @ts-expect-error role is 'user' | 'assistant'
+  if (message.role === 'system') return
+  // @ts-expect-error content is always blocks when read back (a string comes back as a text block)
+  message.content.toUpperCase()
+  // @ts-expect-error turn status values are fixed
+  if (session.turns[0]?.status === 'done') return
+  // @ts-expect-error not an error code
+  if (err.code === 'ENOENT') return
+  // @ts-expect-error ERROR_CODES is read-only
+  ERROR_CODES.push('X')
+  // @ts-expect-error ErrorCode is a closed union
+  const code: ErrorCode = 'OOPS'
+  void code
+}
