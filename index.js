@@ -169,7 +169,8 @@ class Session {
       throw fail('INVALID_INPUT', `appendEvent: name: expected a non-empty string, got ${describe(name)}`)
     }
     const extra = object(envelope, 'appendEvent: envelope')
-    return JSON.parse(this[kNative].appendEvent(name, optJson(data, 'appendEvent: data'), optJson(extra, 'appendEvent: envelope')))
+    const dataJson = data === undefined ? null : toJson(data, 'appendEvent: data')   // null is kept as null
+    return JSON.parse(this[kNative].appendEvent(name, dataJson, optJson(extra, 'appendEvent: envelope')))
   }
 
   restoreMessages(records) {
@@ -323,4 +324,4 @@ class Store {
   }
 }
 
-module.exports = { Store, Session, defaultStorePath: native.defaultStorePath, ERROR_CODES: CODES }
+module.exports = { Store, Session, defaultStorePath: native.defaultStorePath, ERROR_CODES: Object.freeze([...CODES]) }

@@ -211,3 +211,25 @@ test('two processes append to two sessions of one store at the same time', async
   assert.deepStrictEqual(db.pragma('integrity_check'), [{ integrity_check: 'ok' }])
   db.close()
 })
+
+test('appendEvent keeps data exactly, null included, and leaves it out only when undefined', () => {
+  const s = new lib.Session()
+  assert.equal(s.appendEvent('a', null).data, null)
+  s.appendEvent('b')
+  s.appendEvent('c', { n: 1 })
+  const [a, b, c] = s.envelopes()
+  assert.ok('data' in a)
+  assert.equal(a.data, null)
+  assert.ok(!('data' in b))
+  assert.deepEqual(c.data, { n: 1 })
+  assert.deepEqual([a.type, a.name, c.name], ['event', 'a', 'c'])
+  assert.deepEqual(s.messages, [])
+})
+
+test('ERROR_CODES cannot be altered, so error codes stay stable', async () => {
+  assert.ok(Object.isFrozen(lib.ERROR_CODES))
+  assert.throws(() => { 'use strict'; lib.ERROR_CODES.length = 0 })
+  const store = lib.Store.open(':memory:')
+  await assert.rejects(store.openSessionAsync('nope'), (e) => e.code === 'NOT_FOUND')
+  store.close()
+})

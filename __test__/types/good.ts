@@ -278,7 +278,8 @@ async function asyncApi(): Promise<void> {
   const envs: Envelope[] = await opened.envelopesAsync({ limit: 2 })
   assert.equal(envs.length, 2)
   await assert.rejects(s2.openSessionAsync('missing'), (err: ThreadlineError) => err.code === 'NOT_FOUND')
-  s2.deleteSession(copy.id === session.id ? 'never' : session.id)
+  s2.deleteSession(session.id)
+  assert.equal(s2.listSessions().length, 0)
   s2.close()
   assert.equal(codeOf(() => s2.listSessions()), 'CLOSED')
 }

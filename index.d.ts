@@ -1,0 +1,1011 @@
+// Type declarations for Threadline: a lossless, crash-safe session store for LLM agents.
+//
+// Message payloads use the Anthropic Messages API wire shape (snake_case: `tool_use_id`,
+// `is_error`, `media_type`, `stop_reason`, `input_tokens`); the envelope around each message uses
+// camelCase (`uuid`, `parentUuid`, `requestId`, `toolUseResult`), like Claude Code's session files.
+//
+// Two families of types:
+// - What Threadline returns (`Message`, `ContentBlock`, `Envelope`, ...): precise, so that
+//   `switch (block.type)` narrows to the exact block (see `UnmodelledBlockType` for how a block
+//   of a type Threadline does not model stays out of the way).
+// - What Threadline accepts (`MessageParamLike`, `ContentBlockParam`, `EnvelopeParam`, ...): open
+//   enough that an `@anthropic-ai/sdk` response or `MessageParam` (interfaces with extra fields and
+//   nullable ones) is accepted as it is, while a malformed block of a type Threadline models (a
+//   `tool_result` without `tool_use_id`, a `tool_use` without `input`, ...) is a compile error.
+//
+// Every failure is a JS `Error` with a stable `code` (see `ErrorCode`) and a message that names
+// the offending path, e.g. `append: content[2].tool_use_id: expected a string`. An operation that
+// fails writes nothing.
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The `code` of every error Threadline throws or rejects with.
+ *
+ * - `INVALID_INPUT`: a value of the wrong shape; the message names the path
+ *   (`append: content[2].tool_use_id: expected a string, got a number`).
+ * - `NOT_FOUND`: no such session or record.
+ * - `SESSION_NOT_EMPTY`: `restoreMessages` on a store-backed session that already has messages.
+ * - `SESSION_LOCKED`: another live process is writing this session (reserved; not raised yet).
+ * - `CLOSED`: use of a closed store or session.
+ * - `STORE_CORRUPT`: the file is not a Threadline store, or fails its integrity check.
+ * - `STORE_VERSION`: the store was written by a newer schema.
+ * - `STORE_BUSY`: the database stayed locked longer than `busyTimeoutMs`.
+ * - `STORE_IO`: the disk refused (full, read-only, permission), or a write to a store opened
+ *   with `readonly: true`.
+ * - `SNAPSHOT_INVALID`: reserved for snapshots (not raised yet).
+ * - `PROMPT_MISMATCH`: `openSession(id, { promptKey })` with a key that differs from the one the
+ *   session was created with.
+ */
+export type ErrorCode =
+  | 'INVALID_INPUT'
+  | 'NOT_FOUND'
+  | 'SESSION_NOT_EMPTY'
+  | 'SESSION_LOCKED'
+  | 'CLOSED'
+  | 'STORE_CORRUPT'
+  | 'STORE_VERSION'
+  | 'STORE_BUSY'
+  | 'STORE_IO'
+  | 'SNAPSHOT_INVALID'
+  | 'PROMPT_MISMATCH'
+
+/**
+ * What Threadline throws (and what its promises reject with): a plain `Error` carrying a stable
+ * `code`. Narrow a caught value with `err instanceof Error && 'code' in err`, or compare
+ * `(err as ThreadlineError).code` against `ErrorCode` values.
+ *
+ * @example
+ * try { store.openSession(id) } catch (err) {
+ *   if ((err as ThreadlineError).code === 'NOT_FOUND') { ... } else throw err
+ * }
+ */
+export interface ThreadlineError extends Error {
+  /** Stable machine-readable code; the message is for people and may change. */
+  code: ErrorCode
+}
+
+/** Every `ErrorCode`, in the order of the table in the documentation. */
+export declare const ERROR_CODES: readonly ErrorCode[]
+
+// ---------------------------------------------------------------------------------------------
+// Content blocks (what Threadline returns)
+// ---------------------------------------------------------------------------------------------
+
+/** A prompt-cache breakpoint as the Messages API writes it (`{ type: 'ephemeral', ttl? }`). */
+export interface CacheControl {
+  /** `'ephemeral'` today. */
+  type: string
+  /** Cache lifetime, e.g. `'5m'` or `'1h'`. */
+  ttl?: string
+}
+
+/** Base64-encoded bytes, e.g. an image or a PDF. */
+export interface Base64Source {
+  /** Discriminant. */
+  type: 'base64'
+  /** MIME type, e.g. `'image/png'` or `'application/pdf'`. */
+  media_type: string
+  /** The bytes, base64-encoded. */
+  data: string
+}
+
+/** A file the provider fetches from a URL. */
+export interface UrlSource {
+  /** Discriminant. */
+  type: 'url'
+  /** Where the provider fetches the file. */
+  url: string
+}
+
+/** A file uploaded with the provider's Files API. */
+export interface FileSource {
+  /** Discriminant. */
+  type: 'file'
+  /** The id the Files API gave the upload. */
+  file_id: string
+}
+
+/** Plain text given inline as a document. */
+export interface PlainTextSource {
+  /** Discriminant. */
+  type: 'text'
+  /** `'text/plain'`. */
+  media_type: string
+  /** The text itself (not encoded). */
+  data: string
+}
+
+/** A document made of content blocks (custom content document). */
+export interface ContentSource {
+  /** Discriminant. */
+  type: 'content'
+  /** A string, or text and image blocks. */
+  content: string | ContentBlock[]
+}
+
+/** Text written by the model or the user. */
+export interface TextBlock {
+  /** Discriminant. */
+  type: 'text'
+  /** The text. */
+  text: string
+  /** Citations supporting the text (assistant text that cites documents); `null` when none. */
+  citations?: unknown[] | null
+  /** Prompt-cache breakpoint on this block, if the caller set one. */
+  cache_control?: CacheControl | null
+}
+
+/**
+ * The model's visible reasoning (extended thinking). Assistant messages only. Pass it back
+ * unchanged, with its `signature`, when continuing a conversation that uses tools.
+ */
+export interface ThinkingBlock {
+  /** Discriminant. */
+  type: 'thinking'
+  /** The reasoning text. */
+  thinking: string
+  /** Opaque value the provider uses to verify the block; kept byte-for-byte. */
+  signature?: string
+}
+
+/** Reasoning the provider encrypted; opaque, kept byte-for-byte. Assistant messages only. */
+export interface RedactedThinkingBlock {
+  /** Discriminant. */
+  type: 'redacted_thinking'
+  /** The encrypted reasoning. */
+  data: string
+}
+
+/** A call of one of the caller's tools, made by the model. Assistant messages only. */
+export interface ToolUseBlock {
+  /** Discriminant. */
+  type: 'tool_use'
+  /** Non-empty id; the matching `tool_result` block carries it as `tool_use_id`. */
+  id: string
+  /** The tool's name. */
+  name: string
+  /** The arguments: a JSON object whose shape is the tool's input schema. */
+  input: unknown
+  /** Who made the call (direct, or code execution), as the Messages API reports it. */
+  caller?: unknown
+  /** Prompt-cache breakpoint on this block, if the caller set one. */
+  cache_control?: CacheControl | null
+}
+
+/** The result of a tool call, sent back by the user side. User messages only. */
+export interface ToolResultBlock {
+  /** Discriminant. */
+  type: 'tool_result'
+  /** The `id` of the `tool_use` block this answers. */
+  tool_use_id: string
+  /** The tool's output: a string, or blocks (text, image, document, ...). */
+  content?: string | ContentBlock[]
+  /** `true` when the tool failed; the content then says why. */
+  is_error?: boolean
+  /** Prompt-cache breakpoint on this block, if the caller set one. */
+  cache_control?: CacheControl | null
+}
+
+/** An image given to the model. */
+export interface ImageBlock {
+  /** Discriminant. */
+  type: 'image'
+  /** The image bytes (base64), a URL, or an uploaded file. */
+  source: Base64Source | UrlSource | FileSource
+  /** Prompt-cache breakpoint on this block, if the caller set one. */
+  cache_control?: CacheControl | null
+}
+
+/** A document (PDF, plain text, or content blocks) given to the model. */
+export interface DocumentBlock {
+  /** Discriminant. */
+  type: 'document'
+  /** A PDF (base64 or URL), plain text, content blocks, or an uploaded file. */
+  source: Base64Source | UrlSource | PlainTextSource | ContentSource | FileSource
+  /** A title the model may use when citing the document. */
+  title?: string | null
+  /** Context about the document that the model sees but does not cite. */
+  context?: string | null
+  /** Citation settings, e.g. `{ enabled: true }`. */
+  citations?: {
+    /** Whether the model may cite this document. */
+    enabled?: boolean
+  } | null
+  /** Prompt-cache breakpoint on this block, if the caller set one. */
+  cache_control?: CacheControl | null
+}
+
+/**
+ * Block types of the Messages API that Threadline stores as given but does not model (server
+ * tools, MCP, code execution, search results, ...). Listed so that `case 'server_tool_use':`
+ * compiles and narrows to `UnknownContentBlock`.
+ */
+export type OtherContentBlockType =
+  | 'server_tool_use'
+  | 'web_search_tool_result'
+  | 'web_fetch_tool_result'
+  | 'code_execution_tool_result'
+  | 'bash_code_execution_tool_result'
+  | 'text_editor_code_execution_tool_result'
+  | 'tool_search_tool_result'
+  | 'mcp_tool_use'
+  | 'mcp_tool_result'
+  | 'container_upload'
+  | 'search_result'
+  | 'tool_reference'
+
+/**
+ * Stands for the name of any other block type (one of your own, or one newer than these
+ * declarations). At run time it is an ordinary string; it is typed as a string that no
+ * ordinary literal matches, so that comparing `type` with a modelled type (`'tool_use'`)
+ * narrows a `ContentBlock` to exactly that block. To compare it with a name of your own, widen
+ * it first: `const t: string = block.type; if (t === 'my_block') ...`.
+ */
+export type UnmodelledBlockType = `\u0000${string}`
+
+/**
+ * A block of a type Threadline does not model (`server_tool_use`, `web_search_tool_result`,
+ * `container_upload`, a block of your own, ...): stored and returned exactly as given, every
+ * field included. Its fields are `unknown`: check them before use.
+ *
+ * @example
+ * if (b.type === 'server_tool_use') console.log(b.name, b.input)   // both unknown
+ */
+export interface UnknownContentBlock {
+  /** The block's type, as given (a string at run time; see `UnmodelledBlockType`). */
+  type: OtherContentBlockType | UnmodelledBlockType
+  /** Every other field of the block, as given. */
+  [field: string]: unknown
+}
+
+/** The block types Threadline models; each has a precise type. */
+export type KnownContentBlock =
+  | TextBlock
+  | ThinkingBlock
+  | RedactedThinkingBlock
+  | ToolUseBlock
+  | ToolResultBlock
+  | ImageBlock
+  | DocumentBlock
+
+/** The `type` of a block Threadline models. */
+export type KnownContentBlockType = KnownContentBlock['type']
+
+/**
+ * One block of a message's `content`, as Threadline returns it: a discriminated union on
+ * `type`. Checking `type` narrows the block itself (`if (b.type === 'tool_use') uses.push(b)`
+ * with `uses: ToolUseBlock[]`). Blocks of other types are returned as given
+ * (`UnknownContentBlock`), so a `switch` over the modelled types is never exhaustive: keep a
+ * `default`.
+ *
+ * @example
+ * for (const b of message.content) {
+ *   switch (b.type) {
+ *     case 'text': console.log(b.text); break
+ *     case 'thinking': console.log(b.thinking, b.signature); break
+ *     case 'tool_use': run(b.id, b.name, b.input); break
+ *     case 'tool_result': console.log(b.tool_use_id, b.is_error); break
+ *   }
+ * }
+ */
+export type ContentBlock = KnownContentBlock | UnknownContentBlock
+
+// ---------------------------------------------------------------------------------------------
+// Messages (what Threadline returns)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Token usage of one model response, as the Messages API reports it. Other fields
+ * (`service_tier`, `server_tool_use`, `cache_creation`, ...) are kept as given.
+ */
+export interface Usage {
+  /** Input tokens not read from or written to the prompt cache. */
+  input_tokens: number
+  /** Output tokens, thinking included. */
+  output_tokens: number
+  /** Input tokens read from the prompt cache (`null` when the provider sent `null`). */
+  cache_read_input_tokens?: number | null
+  /** Input tokens written to the prompt cache (`null` when the provider sent `null`). */
+  cache_creation_input_tokens?: number | null
+  /** Any other field, kept as given. */
+  [field: string]: unknown
+}
+
+/**
+ * A message as Threadline returns it: the Anthropic wire shape, with every field given kept in
+ * its original key order. The only normalisation: a string `content` comes back as
+ * `[{ type: 'text', text }]`.
+ *
+ * The messages can be sent back to the provider as they are; for the `@anthropic-ai/sdk` types,
+ * whose block unions are closed where Threadline's are open, cast:
+ * `client.messages.create({ ..., messages: session.messages as MessageParam[] })`.
+ */
+export interface Message {
+  /** `'user'` (prompts and tool results) or `'assistant'` (model output). */
+  role: 'user' | 'assistant'
+  /** The blocks, in order. */
+  content: ContentBlock[]
+  /** The provider's message id (e.g. `msg_...`); responses recorded twice are counted once by it. */
+  id?: string
+  /** The exact model id that produced the message. */
+  model?: string
+  /** Why the model stopped: `'end_turn'`, `'tool_use'`, `'max_tokens'`, ... */
+  stop_reason?: string | null
+  /** The custom stop sequence that was generated, if any. */
+  stop_sequence?: string | null
+  /** Token usage of this response (assistant messages). */
+  usage?: Usage
+  /** Any other field (`type: 'message'`, `container`, ...), kept as given. */
+  [field: string]: unknown
+}
+
+/**
+ * The record around each message (and each event) in a session's log, as Threadline returns it.
+ * Fields given by the caller are kept in their order; the ones Threadline fills in follow.
+ */
+export interface Envelope {
+  /** Given, else generated (time-ordered UUID v7). Unique within the session. */
+  uuid: string
+  /** Given, else the previous record's uuid (`null` for the first record). */
+  parentUuid: string | null
+  /** The session this record belongs to. */
+  sessionId: string
+  /** 0-based position in the session's log (always the record's real position). */
+  seq: number
+  /** ISO 8601 UTC; given, else the time of the append. */
+  timestamp: string
+  /**
+   * `'user'`: a prompt. `'assistant'`: model output. `'tool_result'`: a user message made only
+   * of `tool_result` blocks. `'event'`: an app record from `appendEvent`. Other values: records
+   * given with their own type (e.g. Claude Code `progress` lines).
+   */
+  type: 'user' | 'assistant' | 'tool_result' | 'event' | (string & {})
+  /** Which provider produced this record: `'anthropic'`, `'openai'`, `'gemini'`, ... */
+  provider?: string
+  /** The provider's request id; used to count a response once when it has no message id. */
+  requestId?: string
+  /** The message, for user / assistant / tool_result records. */
+  message?: Message
+  /**
+   * Raw tool execution data (stdout, stderr, interrupted, isImage, ...), kept as given. Claude
+   * Code writes a plain string here for failed tools; it comes back as that string.
+   */
+  toolUseResult?: Record<string, unknown> | string
+  /** Default `true`. `false`: shown to people, never part of `messages` (never sent to a model). */
+  includeInContext?: boolean
+  /** The agent's mode when the record was written (e.g. `'plan'`). */
+  mode?: string
+  /** Identifies one run of the agent. */
+  runId?: string
+  /** Identifies the agent (or sub-agent) that wrote the record. */
+  agentId?: string
+  /** Free-form application data. */
+  metadata?: Record<string, unknown>
+  /** Any other field, kept as given. */
+  [field: string]: unknown
+}
+
+/** The envelope `appendEvent` returns: an app record that is not a message. */
+export interface EventEnvelope extends Envelope {
+  /** Always `'event'`. */
+  type: 'event'
+  /** The event's name, as given. */
+  name: string
+  /** The event's data, as given (absent when none was given). */
+  data?: unknown
+}
+
+// ---------------------------------------------------------------------------------------------
+// What Threadline accepts
+// ---------------------------------------------------------------------------------------------
+
+/** Token usage as accepted on input: the SDK's `Usage` (nullable cache counts) fits. */
+export interface UsageParam {
+  /** Whole number >= 0. */
+  input_tokens: number
+  /** Whole number >= 0. */
+  output_tokens: number
+  /** Whole number >= 0, or `null`. */
+  cache_read_input_tokens?: number | null
+  /** Whole number >= 0, or `null`. */
+  cache_creation_input_tokens?: number | null
+}
+
+/** A `tool_result` block as accepted on input; its `content` blocks may be of any type. */
+export interface ToolResultBlockParam {
+  /** Discriminant. */
+  type: 'tool_result'
+  /** Non-empty: the `id` of the `tool_use` block this answers. */
+  tool_use_id: string
+  /** The tool's output: a string, or blocks. */
+  content?: string | ReadonlyArray<ContentBlockParam>
+  /** `true` when the tool failed. */
+  is_error?: boolean
+  /** Prompt-cache breakpoint on this block. */
+  cache_control?: CacheControl | null
+}
+
+/** A content-block document source as accepted on input. */
+export interface ContentSourceParam {
+  /** Discriminant. */
+  type: 'content'
+  /** A string, or text and image blocks. */
+  content: string | ReadonlyArray<ContentBlockParam>
+}
+
+/** A `document` block as accepted on input. */
+export interface DocumentBlockParam {
+  /** Discriminant. */
+  type: 'document'
+  /** A PDF (base64 or URL), plain text, content blocks, or an uploaded file. */
+  source: Base64Source | UrlSource | PlainTextSource | ContentSourceParam | FileSource
+  /** A title the model may use when citing the document. */
+  title?: string | null
+  /** Context about the document that the model sees but does not cite. */
+  context?: string | null
+  /** Citation settings, e.g. `{ enabled: true }`. */
+  citations?: {
+    /** Whether the model may cite this document. */
+    enabled?: boolean
+  } | null
+  /** Prompt-cache breakpoint on this block. */
+  cache_control?: CacheControl | null
+}
+
+/** A block of a type Threadline models, as accepted on input. */
+export type KnownContentBlockParam =
+  | TextBlock
+  | ThinkingBlock
+  | RedactedThinkingBlock
+  | ToolUseBlock
+  | ToolResultBlockParam
+  | ImageBlock
+  | DocumentBlockParam
+
+/**
+ * A content block as accepted on input: a block of a modelled type must have that type's shape;
+ * a block of any other type is kept as given, every field included. The blocks of a message
+ * given to `append`/`appendMany` are checked at compile time (see `Checked`); every block,
+ * nested ones included, is checked at run time.
+ */
+export type ContentBlockParam =
+  | KnownContentBlockParam
+  | {
+      /** Any other block type; the block is kept as given. */
+      readonly type: string
+    }
+
+/**
+ * A message as accepted on input: what the Anthropic SDK's `MessageParam` looks like (`role` and
+ * `content` as a string or blocks), and what its response `Message` looks like (plus `id`,
+ * `model`, `stop_reason`, `usage`, ...). Extra fields are kept as given. Threadline's own
+ * `Message` fits too.
+ *
+ * Role `'system'` is not a message role: give the system prompt per request.
+ */
+export interface MessageParamLike {
+  /** `'user'` or `'assistant'`. */
+  role: 'user' | 'assistant'
+  /** A string (stored as one text block) or blocks. A user message needs at least one block. */
+  content: string | ReadonlyArray<ContentBlockParam>
+  /** The provider's message id: a response recorded twice under one id is counted once. */
+  id?: string
+  /** The exact model id. */
+  model?: string
+  /** Why the model stopped. */
+  stop_reason?: string | null
+  /** The custom stop sequence that was generated, if any. */
+  stop_sequence?: string | null
+  /** Token usage of the response, counted in `turns` and `tokenTracker`. */
+  usage?: UsageParam
+}
+
+/** Envelope fields the caller may give; each is kept as given (extra fields too). */
+export interface EnvelopeFieldsParam {
+  /** Non-empty and unique in the session; default: a new UUID v7. */
+  uuid?: string
+  /** Default: the previous record's uuid. */
+  parentUuid?: string | null
+  /** ISO 8601; default: now. */
+  timestamp?: string
+  /** `'anthropic'`, `'openai'`, `'gemini'`, ... */
+  provider?: string
+  /** The provider's request id; counts a response once when it has no message id. */
+  requestId?: string
+  /** Any JSON, kept as given (an object like `{ stdout, stderr, interrupted }`, or a string). */
+  toolUseResult?: unknown
+  /** Default `true`; `false` keeps the record out of `messages`. */
+  includeInContext?: boolean
+  /** The agent's mode, e.g. `'plan'`. */
+  mode?: string
+  /** Identifies one run of the agent. */
+  runId?: string
+  /** Identifies the agent (or sub-agent). */
+  agentId?: string
+  /** Free-form application data (an object). */
+  metadata?: Record<string, unknown>
+}
+
+/**
+ * A whole record as accepted on input: either an envelope with a `message`, or a record with
+ * its own `type` and no message (e.g. a Claude Code `progress` line).
+ */
+export type EnvelopeParam =
+  | (EnvelopeFieldsParam & {
+      /** The message; its envelope type (`user`, `assistant`, `tool_result`) is derived if absent. */
+      message: MessageParamLike
+      /** Derived from the message when absent. */
+      type?: string
+    })
+  | (EnvelopeFieldsParam & {
+      /** Required for a record without a message. */
+      type: string
+      /** Absent, for a record that is not a message. */
+      message?: MessageParamLike
+      /** A record without `message` must not have `role` (it would be read as a message). */
+      role?: undefined
+    })
+
+/**
+ * What `append` accepts: a message (an SDK `MessageParam` or response `Message`, or a
+ * Threadline `Message`), a whole envelope, or a string (a user prompt).
+ */
+export type AppendRecord = string | MessageParamLike | EnvelopeParam
+
+// Compile-time check of the blocks in a record: a block whose `type` is a modelled type must
+// have that type's shape. (A plain union cannot express this: an open `{ type: string }` member
+// would accept a `tool_result` without `tool_use_id`.) `CheckedRecord<R>` is `R` itself when R
+// is fine, else R with each bad block replaced by the shape it should have, so the compiler
+// reports the missing or mistyped field of that block.
+type ShapeOf<T> = Extract<KnownContentBlockParam, { type: T }>
+type CheckBlock<B> = B extends { readonly type: infer T }
+  ? T extends KnownContentBlockType
+    ? B extends ShapeOf<T> ? B : ShapeOf<T>
+    : B
+  : B
+type CheckContent<C> = C extends readonly unknown[] ? { [K in keyof C]: CheckBlock<C[K]> } : C
+type CheckMessage<M> = M extends { readonly content: infer C }
+  ? Omit<M, 'content'> & { content: CheckContent<C> }
+  : M
+/** `R`, or when a block in it has the wrong shape for its `type`, `R` with that block corrected. */
+export type CheckedRecord<R> = R extends string
+  ? R
+  : R extends { readonly message: infer M }
+    ? Omit<R, 'message'> & { message: CheckMessage<M> }
+    : CheckMessage<R>
+/** Accepts `R` if its blocks are well-formed (see `CheckedRecord`). */
+export type Checked<R> = R extends CheckedRecord<R> ? R : CheckedRecord<R>
+
+/**
+ * A record `restoreMessages` accepts: JSON text (e.g. a JSONL line), an envelope, a bare
+ * message, or a legacy `{ role, content: string }` message. Invalid ones are skipped, not thrown.
+ */
+export type RestoreRecord =
+  | string
+  | MessageParamLike
+  | EnvelopeParam
+  | Envelope
+  | {
+      /** Records with role `'system'` (or any other non-message role) are skipped. */
+      role: string
+      /** A string or blocks. */
+      content: string | ReadonlyArray<ContentBlockParam>
+    }
+
+/** What `restoreMessages` did. */
+export interface RestoreResult {
+  /** Messages now in the session. */
+  messageCount: number
+  /** Turns now in the session. */
+  turnCount: number
+  /** Records left out, by index in the input, with the reason (e.g. role `'system'`). */
+  skipped: Array<{
+    /** Index of the record in the input array. */
+    index: number
+    /** Why it was skipped, e.g. `role: 'system' is not a message role; ...`. */
+    reason: string
+  }>
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session state
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * One turn: a prompt and what followed it up to the next prompt (assistant messages, tool
+ * results, parallel tool calls included).
+ */
+export interface Turn {
+  /** 0-based. */
+  index: number
+  /** Index into `session.messages` of the turn's first message (inclusive). */
+  startIndex: number
+  /** Index into `session.messages` of the turn's last message (inclusive). */
+  endIndex: number
+  /** uuid of the record of the first message. */
+  startUuid: string
+  /** uuid of the record of the last message. */
+  endUuid: string
+  /** Messages in the turn. */
+  messageCount: number
+  /** `tool_use`, `server_tool_use` and `mcp_tool_use` blocks in the turn. */
+  toolUseCount: number
+  /** Sum over the distinct responses in the turn (a response recorded twice counts once). */
+  usage: {
+    /** Sum of `input_tokens`. */
+    input_tokens: number
+    /** Sum of `output_tokens`. */
+    output_tokens: number
+    /** Sum of `cache_read_input_tokens`. */
+    cache_read_input_tokens: number
+    /** Sum of `cache_creation_input_tokens`. */
+    cache_creation_input_tokens: number
+  }
+  /**
+   * `'awaiting_tool_results'`: some `tool_use` of the turn has no `tool_result` yet.
+   * `'complete'`: the last message is the assistant's. `'awaiting_response'`: otherwise (the
+   * model has yet to answer the prompt or the tool results).
+   */
+  status: 'complete' | 'awaiting_tool_results' | 'awaiting_response'
+}
+
+/** Token state of a session. */
+export interface TokenTracker {
+  /** `input_tokens` of the latest response. */
+  inputTokens: number
+  /** `output_tokens` of the latest response. */
+  outputTokens: number
+  /** `cache_read_input_tokens` of the latest response. */
+  cacheReadInputTokens: number
+  /** `cache_creation_input_tokens` of the latest response. */
+  cacheCreationInputTokens: number
+  /**
+   * What the next request carries: latest input + cache read + cache creation + output, plus an
+   * estimate (bytes / 4) for the messages appended after that response.
+   */
+  contextTokens: number
+  /** Sum of `input_tokens` over distinct responses (de-duplicated by message id, else requestId). */
+  cumulativeInputTokens: number
+  /** Sum of `output_tokens` over distinct responses. */
+  cumulativeOutputTokens: number
+  /** Sum of `cache_read_input_tokens` over distinct responses. */
+  cumulativeCacheReadTokens: number
+  /** Sum of `cache_creation_input_tokens` over distinct responses. */
+  cumulativeCacheCreationTokens: number
+}
+
+/** How full the model's context window is. */
+export interface ContextFill {
+  /** `tokenTracker.contextTokens`. */
+  usedTokens: number
+  /** The session's `contextWindow`, or `null` if it has none. */
+  contextWindow: number | null
+  /** `usedTokens / contextWindow`, or `null` without a context window. */
+  fraction: number | null
+}
+
+/** Lifecycle of a session, set by the application with `setStatus`. */
+export type SessionStatus = 'active' | 'completed' | 'failed' | 'interrupted'
+
+/** A session's metadata. */
+export interface SessionInfo {
+  /** The session id. */
+  id: string
+  /** The project the session belongs to (e.g. a repository), for `listSessions({ project })`. */
+  project?: string
+  /** A title for people. */
+  title?: string
+  /** The provider the session talks to. */
+  provider?: string
+  /** The model the session uses. */
+  model?: string
+  /** `'active'` when created. */
+  status: SessionStatus
+  /** ISO 8601 UTC. */
+  createdAt: string
+  /** ISO 8601 UTC; moves on every append. */
+  updatedAt: string
+  /** Messages in the session (events and other non-message records not counted). */
+  messageCount: number
+  /** The model's context window in tokens, for `contextFill`. */
+  contextWindow?: number
+  /** Set on a session forked from another one. */
+  forkedFrom?: {
+    /** The session forked from. */
+    sessionId: string
+    /** The record the fork starts after. */
+    uuid: string
+  }
+  /** Free-form application data, as given at creation. */
+  metadata?: Record<string, unknown>
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------
+
+/** Options of `Store.open` / `Store.openAsync`. Unknown keys: `INVALID_INPUT`. */
+export interface StoreOptions {
+  /**
+   * `'process'` (default): an acknowledged write survives the process being killed (SIGKILL,
+   * crash). `'power'`: it also survives power loss or an OS crash (every commit is fsynced).
+   */
+  durability?: 'process' | 'power'
+  /** Strings longer than this many bytes are stored once, by hash. Default 10240. */
+  blobThresholdBytes?: number
+  /** Open for reading only: any write throws `STORE_IO`. */
+  readonly?: boolean
+  /** How long to wait for a lock held by another connection before `STORE_BUSY`. */
+  busyTimeoutMs?: number
+}
+
+/** Options of `store.createSession` and `new Session`. Unknown keys: `INVALID_INPUT`. */
+export interface SessionOptions {
+  /** The session id; default a new UUID v7. An id already in the store: `INVALID_INPUT`. */
+  id?: string
+  /** The project (e.g. a repository), for `listSessions({ project })`. */
+  project?: string
+  /** A title for people. */
+  title?: string
+  /** The provider the session talks to, e.g. `'anthropic'`. */
+  provider?: string
+  /** The model the session uses. */
+  model?: string
+  /** The model's context window in tokens (whole number), for `contextFill`. */
+  contextWindow?: number
+  /** Identity of the system prompt / tools the session was made for; see `openSession`. */
+  promptKey?: string
+  /** Free-form application data (an object), returned in `info`. */
+  metadata?: Record<string, unknown>
+}
+
+/** Options of `store.openSession` / `store.openSessionAsync`. */
+export interface OpenSessionOptions {
+  /** If given and different from the session's: `PROMPT_MISMATCH`. */
+  promptKey?: string
+}
+
+/** Filter of `store.listSessions`. Unknown keys: `INVALID_INPUT`. */
+export interface ListSessionsFilter {
+  /** Only sessions of this project. */
+  project?: string
+  /** Only sessions with this status. */
+  status?: SessionStatus
+  /** Only sessions updated at or after this instant (ISO 8601, or a `Date`). */
+  since?: string | Date
+  /** Only sessions updated at or before this instant (ISO 8601, or a `Date`). */
+  until?: string | Date
+  /** At most this many sessions. */
+  limit?: number
+}
+
+/** A range of records by position. */
+export interface EnvelopeRange {
+  /** First `seq` to return (whole number >= 0); default 0. */
+  fromSeq?: number
+  /** At most this many records (whole number >= 0); default all. */
+  limit?: number
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store and Session
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A Threadline store: one SQLite file holding many sessions. Open it with `Store.open` or
+ * `Store.openAsync` (the constructor is not public).
+ */
+export declare class Store {
+  /** Not public: use `Store.open` or `Store.openAsync` (`new Store()` throws `INVALID_INPUT`). */
+  private constructor()
+
+  /**
+   * Opens the store at `path`, creating the file (mode 0600) if missing. `':memory:'` opens a
+   * store that lives in this process only. Default path: `defaultStorePath()`.
+   *
+   * @throws `STORE_CORRUPT` if the file is not a Threadline store, `STORE_VERSION` if a newer
+   *   Threadline wrote it, `STORE_IO` if it cannot be created or read, `STORE_BUSY`,
+   *   `INVALID_INPUT` for bad options.
+   */
+  static open(path?: string, options?: StoreOptions): Store
+
+  /** `Store.open`, with the file opened and checked off the main thread. Rejects with the same codes. */
+  static openAsync(path?: string, options?: StoreOptions): Promise<Store>
+
+  /** The path the store was opened with (`':memory:'` for an in-memory store). */
+  readonly path: string
+
+  /**
+   * Creates an empty session (status `'active'`).
+   *
+   * @throws `INVALID_INPUT` for bad options or an id that already exists, `STORE_IO` on a
+   *   readonly store, `CLOSED` after `close()`.
+   */
+  createSession(options?: SessionOptions): Session
+
+  /**
+   * Opens an existing session. Cheap: no record is loaded until read.
+   *
+   * @throws `NOT_FOUND` if there is no such session, `PROMPT_MISMATCH` if `options.promptKey`
+   *   differs from the session's, `CLOSED` after `close()`.
+   */
+  openSession(id: string, options?: OpenSessionOptions): Session
+
+  /** `openSession` with the heavy work off the main thread. Rejects with the same codes. */
+  openSessionAsync(id: string, options?: OpenSessionOptions): Promise<Session>
+
+  /**
+   * Sessions matching `filter`, most recently updated first.
+   *
+   * @throws `INVALID_INPUT` for a bad filter, `CLOSED` after `close()`.
+   */
+  listSessions(filter?: ListSessionsFilter): SessionInfo[]
+
+  /**
+   * Deletes a session and all its records.
+   *
+   * @throws `NOT_FOUND` if there is no such session, `STORE_IO` on a readonly store, `CLOSED`.
+   */
+  deleteSession(id: string): void
+
+  /**
+   * Closes the store. Every later use of it, or of a session opened from it, throws `CLOSED`
+   * (a session's `id` stays readable).
+   */
+  close(): void
+}
+
+/**
+ * A session: an append-only log of records (messages, events) with its turns and token state.
+ * Get one from a `Store` (persistent) or with `new Session()` (in memory only).
+ *
+ * A session object is a cheap handle: `messages`, `turns` and `tokenTracker` are served from the
+ * store and kept up to date incrementally as records are appended.
+ */
+export declare class Session {
+  /**
+   * A session in memory only, with no store: nothing is persisted.
+   *
+   * @throws `INVALID_INPUT` for bad options.
+   */
+  constructor(options?: SessionOptions)
+
+  /** The session id (readable even after `close()`). */
+  readonly id: string
+
+  /**
+   * The session's metadata, read fresh on every access.
+   *
+   * @throws `CLOSED` after `close()`.
+   */
+  readonly info: SessionInfo
+
+  /**
+   * Appends one record and returns its envelope: the caller's fields, in their order, plus
+   * `type`, `uuid`, `parentUuid`, `sessionId`, `seq` and `timestamp` where not given.
+   *
+   * `record` is a message (an Anthropic SDK `MessageParam` or response `Message` as it is, or a
+   * Threadline `Message`), a whole envelope (`{ message, ... }`, or `{ type, ... }` without a
+   * message), or a string (a user prompt: `{ role: 'user', content: [{ type: 'text', text }] }`).
+   * `envelope` adds envelope fields to a message (e.g. `{ requestId, toolUseResult }`).
+   *
+   * The type parameter is inferred from `record`; it lets the compiler check each block of the
+   * message against the shape of its `type` (a `tool_result` without `tool_use_id` is a compile
+   * error), while extra fields and blocks of other types pass as they are.
+   *
+   * Everything given is stored losslessly: unknown fields and block types, key order and numbers
+   * exactly as given (values as `JSON.stringify` sees them).
+   *
+   * Durability: on a store-backed session `append` returns only after the record is committed,
+   * so an acknowledged record survives the process being killed right after (and power loss
+   * with `durability: 'power'`).
+   *
+   * @throws `INVALID_INPUT` for a value of the wrong shape (role `'system'`, a `tool_result`
+   *   without `tool_use_id`, a duplicate `uuid`, a record over 32 MiB, ...; the message names
+   *   the path), `STORE_IO` if the disk refuses or the store is readonly, `STORE_BUSY`, `CLOSED`.
+   *   Nothing is written when it throws.
+   */
+  append<R extends AppendRecord>(record: Checked<R>, envelope?: Partial<Envelope>): Envelope
+
+  /**
+   * Appends several records in one transaction: all of them or, if one is invalid, none.
+   * Returns their envelopes in order; returns after the commit (see `append`).
+   *
+   * @throws as `append`; the message starts with the index of the bad record
+   *   (`appendMany: [3].content[0]...`).
+   */
+  appendMany<R extends readonly AppendRecord[]>(records: { readonly [K in keyof R]: Checked<R[K]> }): Envelope[]
+
+  /**
+   * Appends an app record that is not a message (`type: 'event'`, with `name` and `data`).
+   * Events are in `envelopes()` but never in `messages`. Returns after the commit.
+   *
+   * @param name Non-empty.
+   * @param data Any JSON value (`null` included); left out of the record when `undefined`.
+   * @throws `INVALID_INPUT` for an empty name or data that is not JSON, `STORE_IO`, `CLOSED`.
+   */
+  appendEvent(name: string, data?: unknown, envelope?: Partial<Envelope>): EventEnvelope
+
+  /**
+   * Loads a history from elsewhere (objects or JSON strings; envelopes, bare messages, legacy
+   * text-only messages) and derives turns and token state. Invalid records and role `'system'`
+   * are skipped and reported, not thrown. On a store-backed session it is written in one
+   * transaction.
+   *
+   * @throws `SESSION_NOT_EMPTY` on a store-backed session that already has messages,
+   *   `INVALID_INPUT` if `records` is not an array, `STORE_IO`, `CLOSED`.
+   */
+  restoreMessages(records: ReadonlyArray<RestoreRecord>): RestoreResult
+
+  /**
+   * Sets token counters (e.g. carried over from another system); persisted as a record, so it
+   * survives reopening. Fields not given are left as they are.
+   *
+   * @throws `INVALID_INPUT` for an unknown field or a value that is not a whole number >= 0,
+   *   `STORE_IO`, `CLOSED`.
+   */
+  restoreTokenState(state: Partial<TokenTracker>): void
+
+  /**
+   * The messages in order, ready to send to a model: records with `includeInContext: false` and
+   * records without a message (events) are left out. A new array on every access.
+   *
+   * @throws `CLOSED`.
+   */
+  readonly messages: Message[]
+
+  /**
+   * Every record, events included, in order (`seq` ascending).
+   *
+   * @throws `INVALID_INPUT` for a bad range, `CLOSED`.
+   */
+  envelopes(range?: EnvelopeRange): Envelope[]
+
+  /** `envelopes`, with the store read off the main thread. Rejects with the same codes. */
+  envelopesAsync(range?: EnvelopeRange): Promise<Envelope[]>
+
+  /**
+   * The turns, in order. A turn starts at a prompt (a user message with a block that is not a
+   * `tool_result`) and runs to the record before the next prompt.
+   *
+   * @throws `CLOSED`.
+   */
+  readonly turns: Turn[]
+
+  /**
+   * Latest and cumulative token usage, and the estimated size of the next request.
+   *
+   * @throws `CLOSED`.
+   */
+  readonly tokenTracker: TokenTracker
+
+  /**
+   * How full the context window is (`contextWindow` from the session options).
+   *
+   * @throws `CLOSED`.
+   */
+  readonly contextFill: ContextFill
+
+  /**
+   * Sets the session's status (shown by `info` and `listSessions`).
+   *
+   * @throws `INVALID_INPUT` for a status not in `SessionStatus`, `STORE_IO`, `CLOSED`.
+   */
+  setStatus(status: SessionStatus): void
+
+  /** Closes this handle. Later use throws `CLOSED` (`id` stays readable); the store stays open. */
+  close(): void
+}
+
+/**
+ * Where `Store.open()` puts the store when given no path: `$THREADLINE_HOME/threadline.db` if
+ * `THREADLINE_HOME` is set, else the platform's per-user data directory +
+ * `threadline/threadline.db` (e.g. `~/.local/share/threadline/threadline.db` on Linux).
+ */
+export declare function defaultStorePath(): string
+
+// Only the declarations marked `export` above are public.
+export {}
