@@ -22,7 +22,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let msgs: Vec<_> = (0..n).map(msg).collect();
+    let msgs: Vec<_> = match std::env::var("TL_INPUT") {
+        Ok(file) => std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .take(n)
+            .map(|l| threadline::parse(l).unwrap())
+            .collect(),
+        Err(_) => (0..n).map(msg).collect(),
+    };
+    let n = msgs.len();
     let texts: Vec<String> = msgs.iter().map(|m| m.to_string()).collect();
     let t = Instant::now();
     for s in &texts {

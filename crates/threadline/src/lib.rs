@@ -33,6 +33,7 @@ mod schema;
 mod session;
 mod state;
 mod store;
+mod txn;
 mod usage;
 
 pub use envelope::Draft;

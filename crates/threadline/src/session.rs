@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -20,6 +20,7 @@ use crate::options::{ForkedFrom, SessionInfo, SessionOptions, Status};
 use crate::schema::{self, SEQ_BITS};
 use crate::state::{State, Step, TokenPatch, TokenTracker, Turn};
 use crate::store::{Shared, Store};
+use crate::txn::Txn;
 use crate::usage::Usage;
 
 /// What a handle knows of its session's end: enough to append without reading anything else.
@@ -207,8 +208,8 @@ impl Session {
 
     fn write(&self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
         self.shared.writable()?;
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let conn = self.conn()?;
+        let tx = Txn::immediate(&conn)?;
         let mut tail = self.tail();
         self.sync_tail(&tx, &mut tail)?;
         let mut next = tail.clone();
@@ -237,8 +238,8 @@ impl Session {
         skipped: &mut Vec<Skipped>,
     ) -> Result<State> {
         self.shared.writable()?;
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let conn = self.conn()?;
+        let tx = Txn::immediate(&conn)?;
         let mut tail = self.tail();
         self.sync_tail(&tx, &mut tail)?;
         if tail.state.messages > 0 {

@@ -201,8 +201,8 @@ impl Store {
     pub fn delete_session(&self, id: &str) -> Result<()> {
         let run = || -> Result<()> {
             self.shared.writable()?;
-            let mut conn = self.shared.lock()?;
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let conn = self.shared.lock()?;
+            let tx = crate::txn::Txn::immediate(&conn)?;
             let num: Option<i64> = tx
                 .query_row("SELECT num FROM sessions WHERE id = ?1", [id], |r| r.get(0))
                 .optional()?;
@@ -284,7 +284,7 @@ fn open_connection(path: &str, options: &StoreOptions) -> Result<Connection> {
         }
     }
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {sync}; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768; PRAGMA mmap_size = 268435456;"
+        "PRAGMA synchronous = {sync}; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;"
     ))?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)

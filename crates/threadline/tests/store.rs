@@ -269,3 +269,26 @@ fn prompt_keys_must_match() {
         "PROMPT_MISMATCH"
     );
 }
+
+#[test]
+fn the_write_ahead_log_stays_bounded_under_a_steady_stream_of_appends() {
+    let (_dir, path) = temp_store();
+    let store = open(&path);
+    let s = store.create_session(SessionOptions::default()).unwrap();
+    let text = "checkpoint me ".repeat(150);
+    let n = 4000;
+    for i in 0..n {
+        s.append(
+            json!({"role": "user", "content": [{"type": "text", "text": format!("{i} {text}")}]}),
+            None,
+        )
+        .unwrap();
+    }
+    // Each append writes 4 or 5 pages of 4 KiB to the log: never restarted, it would hold
+    // about 70 MiB by now.
+    let wal = std::fs::metadata(format!("{path}-wal"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    assert!(wal < 35 << 20, "the -wal file grew to {wal} bytes");
+    assert_eq!(s.messages().unwrap().len(), n);
+}
