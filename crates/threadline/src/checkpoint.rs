@@ -3,6 +3,12 @@
 //! that happens inside whichever append crosses the threshold; here a thread with its own
 //! connection does it, so appends never wait for it. Committed data is safe either way: it is in
 //! the WAL from the moment of commit.
+//!
+//! Under a steady stream of appends a background checkpoint never quite catches up, and SQLite
+//! starts the log over only after one that did; the -wal file would grow without end, and every
+//! append would pay for fresh file pages. So every `COMMITS_PER_RESTART` commits the writer runs
+//! one checkpoint itself, between its transactions: it copies only what the background passes
+//! have not, and lets the next commit start the log from the beginning.
 
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::Mutex;
@@ -10,8 +16,10 @@ use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OpenFlags};
 
-/// Commits between nudges to the checkpointer (4 or 5 pages each: a log of about 8 MiB).
-const COMMITS_PER_CHECKPOINT: u32 = 512;
+/// Commits between nudges to the background checkpointer (4 or 5 pages each: about 4 MiB).
+const COMMITS_PER_CHECKPOINT: u32 = 256;
+/// Commits between checkpoints by the writer itself, which let the log start over.
+const COMMITS_PER_RESTART: u32 = 1024;
 
 pub struct Checkpointer {
     nudge: Mutex<Option<SyncSender<()>>>,
@@ -37,15 +45,9 @@ impl Checkpointer {
             .name("threadline-checkpoint".into())
             .spawn(move || {
                 while rx.recv().is_ok() {
-                    // PASSIVE copies the bulk of the log without blocking anyone. Under a steady
-                    // stream of appends it never quite catches up, and SQLite starts the log over
-                    // only after a checkpoint that did: so RESTART follows, holding the writer lock
-                    // just for the few frames written meanwhile and the sync. Without it the -wal
-                    // file grows without end, and every append pays for fresh file pages.
-                    // A failure (busy, disk) is harmless: the frames stay in the log, the next
-                    // nudge tries again.
+                    // PASSIVE copies what it can without blocking writers or readers. A failure
+                    // (busy, disk) is harmless: the frames stay in the log for the next pass.
                     let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-                    let _ = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
                 }
             })
             .ok()?;
@@ -56,24 +58,23 @@ impl Checkpointer {
         })
     }
 
-    /// Called after each commit.
-    pub fn committed(&self) {
+    /// Called after each commit; true when the writer should now run a checkpoint itself.
+    pub fn committed(&self) -> bool {
         let mut n = self.commits.lock().unwrap_or_else(|e| e.into_inner());
-        *n += 1;
-        if *n < COMMITS_PER_CHECKPOINT {
-            return;
-        }
-        *n = 0;
-        if let Some(tx) = self
-            .nudge
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            match tx.try_send(()) {
-                Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
+        *n = n.wrapping_add(1);
+        if *n % COMMITS_PER_CHECKPOINT == 0 {
+            if let Some(tx) = self
+                .nudge
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+            {
+                match tx.try_send(()) {
+                    Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
+                }
             }
         }
+        *n % COMMITS_PER_RESTART == 0
     }
 
     /// Stops the thread after any checkpoint in progress.

@@ -228,7 +228,7 @@ impl Session {
         }
         tx.commit()?;
         *tail = next;
-        self.shared.committed();
+        self.shared.committed(&conn);
         Ok(out)
     }
 
@@ -259,7 +259,7 @@ impl Session {
         }
         tx.commit()?;
         *tail = next;
-        self.shared.committed();
+        self.shared.committed(&conn);
         Ok(tail.state.clone())
     }
 

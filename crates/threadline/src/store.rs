@@ -34,10 +34,15 @@ impl Shared {
         Ok(guard)
     }
 
-    /// Called after every commit.
-    pub fn committed(&self) {
-        if let Some(c) = &self.checkpointer {
-            c.committed();
+    /// Called after every commit, with the connection still locked.
+    pub fn committed(&self, conn: &Connection) {
+        if self
+            .checkpointer
+            .as_ref()
+            .is_some_and(Checkpointer::committed)
+        {
+            // Errors are harmless here: the frames stay in the log until a later checkpoint.
+            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
         }
     }
 
