@@ -90,15 +90,13 @@ function object(value, what) {
   return value
 }
 
-// Reads every page of a bulk read; each page is parsed and dropped before the next is fetched.
-function readPages(fetch) {
+// Reads every page of a bulk read; the native side reads the next page on another thread while
+// this one is parsed, and each page's text is dropped once parsed.
+function readPages(pages) {
   let out = []
-  let from = 0
-  while (from !== undefined && from !== null) {
-    const page = fetch(from)
-    const items = JSON.parse(page.json)
+  for (let json = pages.next(); json !== null; json = pages.next()) {
+    const items = JSON.parse(json)
     out = out.length === 0 ? items : out.concat(items)
-    from = page.next
   }
   return out
 }
@@ -183,15 +181,12 @@ class Session {
   }
 
   get messages() {
-    const n = this[kNative]
-    return readPages((from) => n.messagesPage(from))
+    return readPages(this[kNative].readMessages())
   }
 
   envelopes(range) {
     const { fromSeq, limit } = rangeOf(range, 'envelopes')
-    const n = this[kNative]
-    return readPages((from) => n.envelopesPage(from === 0 ? fromSeq : from, limit === Infinity ? Number.MAX_SAFE_INTEGER : limit))
-      .slice(0, limit)
+    return readPages(this[kNative].readEnvelopes(fromSeq, limit === Infinity ? Number.MAX_SAFE_INTEGER : limit))
   }
 
   async envelopesAsync(range) {

@@ -6,11 +6,11 @@ use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
 use serde_json::{Map, Value};
-use threadline::{Session, SessionOptions, Status, TokenPatch, PAGE_BYTES};
+use threadline::{Session, SessionOptions, Source, Status, TokenPatch, PAGE_BYTES};
 
 use crate::error::{parse_json, parse_opt, to_js, to_json, Code, OrThrow, Result};
 use crate::store::async_error;
-use crate::text::NativePage;
+use crate::text::{NativePage, NativePages};
 
 #[napi]
 pub struct NativeSession {
@@ -127,6 +127,30 @@ impl NativeSession {
     pub fn restore_token_state(&self, json: String) -> Result<()> {
         let patch: TokenPatch = parse_opt(Some(json), "restoreTokenState: state")?;
         self.inner.restore_token_state(patch).or_throw()
+    }
+
+    /// Every message, page by page, the next page read while JS parses the current one.
+    #[napi(catch_unwind)]
+    pub fn read_messages(&self) -> NativePages {
+        NativePages::new(threadline::pages(
+            &self.inner,
+            Source::Messages,
+            0,
+            PAGE_BYTES,
+        ))
+    }
+
+    /// Envelopes of records `from_seq` to `from_seq + limit - 1`, read ahead like `read_messages`.
+    #[napi(catch_unwind)]
+    pub fn read_envelopes(&self, from_seq: f64, limit: f64) -> NativePages {
+        let from = from_seq as u64;
+        let end = from.saturating_add(limit as u64);
+        NativePages::new(threadline::pages(
+            &self.inner,
+            Source::Envelopes { end },
+            from,
+            PAGE_BYTES,
+        ))
     }
 
     #[napi(catch_unwind)]

@@ -50,3 +50,27 @@ impl From<threadline::Page> for NativePage {
         }
     }
 }
+
+/// Pages of a bulk read, read ahead on another thread while JS parses the current one.
+#[napi_derive::napi]
+pub struct NativePages {
+    inner: threadline::PageStream,
+}
+
+impl NativePages {
+    pub fn new(inner: threadline::PageStream) -> Self {
+        NativePages { inner }
+    }
+}
+
+#[napi_derive::napi]
+impl NativePages {
+    /// The next page (a JSON array), or null when there is none.
+    #[napi(catch_unwind, ts_return_type = "string | null")]
+    pub fn next(&mut self) -> crate::error::Result<Option<Latin1>> {
+        match self.inner.next() {
+            None => Ok(None),
+            Some(page) => Ok(Some(Latin1(crate::error::OrThrow::or_throw(page)?.json))),
+        }
+    }
+}

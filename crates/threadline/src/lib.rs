@@ -29,6 +29,7 @@ mod error;
 mod json;
 mod message;
 mod options;
+mod readahead;
 mod schema;
 mod session;
 mod state;
@@ -43,6 +44,7 @@ pub use message::Role;
 pub use options::{
     from_json, Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
 };
+pub use readahead::{pages, PageStream, Source};
 pub use session::{ContextFill, Page, RestoreReport, Session, Skipped, PAGE_BYTES};
 pub use state::{TokenPatch, TokenTracker, Turn, TurnStatus};
 pub use store::{default_store_path, Store};

@@ -25,12 +25,12 @@ pub struct State {
     #[serde(rename = "ct", default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<TurnState>,
     /// usage of the latest response
-    #[serde(rename = "l", default)]
+    #[serde(rename = "l", default, with = "compact")]
     pub latest: Usage,
     #[serde(rename = "lk", default, skip_serializing_if = "Option::is_none")]
     pub latest_key: Option<String>,
     /// sums over distinct responses
-    #[serde(rename = "c", default)]
+    #[serde(rename = "c", default, with = "compact")]
     pub cumulative: Usage,
     /// JSON bytes of messages after the latest usage (estimated into contextTokens)
     #[serde(rename = "b", default)]
@@ -50,8 +50,36 @@ pub struct TurnState {
     pub start_uuid: String,
     #[serde(rename = "tu")]
     pub tool_uses: u64,
-    #[serde(rename = "u")]
+    #[serde(rename = "u", with = "compact")]
     pub usage: Usage,
+}
+
+/// Usage in the state stored with every record: `[input, output, cache read, cache creation]`,
+/// a quarter of the size of the provider's field names.
+mod compact {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::usage::Usage;
+
+    pub fn serialize<S: Serializer>(u: &Usage, s: S) -> Result<S::Ok, S::Error> {
+        [
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_input_tokens,
+            u.cache_creation_input_tokens,
+        ]
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Usage, D::Error> {
+        let [i, o, r, c] = <[u64; 4]>::deserialize(d)?;
+        Ok(Usage {
+            input_tokens: i,
+            output_tokens: o,
+            cache_read_input_tokens: r,
+            cache_creation_input_tokens: c,
+        })
+    }
 }
 
 /// One message as state sees it.
