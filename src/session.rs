@@ -153,29 +153,6 @@ impl NativeSession {
         ))
     }
 
-    #[napi(catch_unwind)]
-    pub fn messages_page(&self, from_seq: f64, max_bytes: Option<u32>) -> Result<NativePage> {
-        Ok(self
-            .inner
-            .messages_page(from_seq as u64, page_bytes(max_bytes))
-            .or_throw()?
-            .into())
-    }
-
-    #[napi(catch_unwind)]
-    pub fn envelopes_page(
-        &self,
-        from_seq: f64,
-        limit: f64,
-        max_bytes: Option<u32>,
-    ) -> Result<NativePage> {
-        Ok(self
-            .inner
-            .envelopes_page(from_seq as u64, limit as u64, page_bytes(max_bytes))
-            .or_throw()?
-            .into())
-    }
-
     /// One page of envelopes, read off the main thread.
     #[napi]
     pub fn envelopes_page_async(

@@ -10,6 +10,7 @@
 //! one checkpoint itself, between its transactions: it copies only what the background passes
 //! have not, and lets the next commit start the log from the beginning.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -23,7 +24,7 @@ const COMMITS_PER_RESTART: u32 = 1024;
 
 pub struct Checkpointer {
     nudge: Mutex<Option<SyncSender<()>>>,
-    commits: Mutex<u32>,
+    commits: AtomicU32,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -53,16 +54,15 @@ impl Checkpointer {
             .ok()?;
         Some(Checkpointer {
             nudge: Mutex::new(Some(tx)),
-            commits: Mutex::new(0),
+            commits: AtomicU32::new(0),
             thread: Mutex::new(Some(thread)),
         })
     }
 
     /// Called after each commit; true when the writer should now run a checkpoint itself.
     pub fn committed(&self) -> bool {
-        let mut n = self.commits.lock().unwrap_or_else(|e| e.into_inner());
-        *n = n.wrapping_add(1);
-        if *n % COMMITS_PER_CHECKPOINT == 0 {
+        let n = self.commits.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        if n % COMMITS_PER_CHECKPOINT == 0 {
             if let Some(tx) = self
                 .nudge
                 .lock()
@@ -74,7 +74,7 @@ impl Checkpointer {
                 }
             }
         }
-        *n % COMMITS_PER_RESTART == 0
+        n % COMMITS_PER_RESTART == 0
     }
 
     /// Stops the thread after any checkpoint in progress.

@@ -13,9 +13,8 @@ pub struct Draft {
     pub env: Map<String, Value>,
     /// facts of the message, when the record has one
     pub message: Option<MessageFacts>,
-    /// the caller gave a bare message: the envelope's `message` key goes last
-    bare: bool,
-    /// the caller gave an envelope: error paths in the message start with `message.`
+    /// The caller gave an envelope, not a bare message: its key order is kept, and error paths in
+    /// its message start with `message.`. (A bare message's envelope gets `message` last.)
     pub(crate) from_envelope: bool,
     /// token state set by `restoreTokenState`
     pub(crate) tokens: Option<crate::state::TokenPatch>,
@@ -72,7 +71,6 @@ impl Draft {
         Ok(Draft {
             env,
             message: Some(facts),
-            bare: true,
             from_envelope: false,
             tokens: None,
         })
@@ -101,7 +99,6 @@ impl Draft {
         Ok(Draft {
             env,
             message: facts,
-            bare: false,
             from_envelope: true,
             tokens: None,
         })
@@ -137,7 +134,7 @@ impl Draft {
             .or_else(|| self.str_field("requestId").map(str::to_string))
     }
 
-    /// Fills in what was not given; `seq` is always the record's position.
+    /// Fills in what was not given; `seq` is always the record's position. Called once.
     pub fn complete(&mut self, d: &Defaults) {
         let env = &mut self.env;
         env.entry("uuid")
@@ -151,11 +148,10 @@ impl Draft {
         env.insert("seq".into(), Value::from(d.seq));
         env.entry("timestamp")
             .or_insert_with(|| Value::String(d.timestamp.into()));
-        if self.bare {
+        if !self.from_envelope {
             if let Some(m) = env.shift_remove("message") {
                 env.insert("message".into(), m);
             }
-            self.bare = false;
         }
     }
 }

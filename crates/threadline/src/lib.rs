@@ -9,15 +9,18 @@
 //! use threadline::{Store, StoreOptions, SessionOptions};
 //! use serde_json::json;
 //!
-//! let store = Store::open(Some(":memory:"), StoreOptions::default()).unwrap();
-//! let session = store.create_session(SessionOptions::default()).unwrap();
-//! session.append(json!("What is in src/?"), None).unwrap();
+//! # fn main() -> threadline::Result<()> {
+//! let store = Store::open(Some(":memory:"), StoreOptions::default())?;
+//! let session = store.create_session(SessionOptions::default())?;
+//! session.append(json!("What is in src/?"), None)?;
 //! session.append(json!({"role": "assistant", "id": "msg_1",
 //!     "content": [{"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "src"}}],
-//!     "usage": {"input_tokens": 12, "output_tokens": 9}}), None).unwrap();
-//! let turns = session.turns().unwrap();
+//!     "usage": {"input_tokens": 12, "output_tokens": 9}}), None)?;
+//! let turns = session.turns()?;
 //! assert_eq!(turns[0].tool_use_count, 1);
-//! assert_eq!(session.token_tracker().unwrap().cumulative_output_tokens, 9);
+//! assert_eq!(session.token_tracker()?.cumulative_output_tokens, 9);
+//! # Ok(())
+//! # }
 //! ```
 
 mod blob;
