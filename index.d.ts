@@ -1007,5 +1007,42 @@ export declare class Session {
  */
 export declare function defaultStorePath(): string
 
+/** What {@link validateMessages} can find wrong. */
+export type MessageProblemCode =
+  | 'not_a_message'              // not {role: 'user' | 'assistant', content: string | blocks}
+  | 'first_not_user'             // the first message is not a user message
+  | 'roles_not_alternating'      // two messages in a row with the same role
+  | 'empty_content'              // no blocks (only the final assistant message may have none)
+  | 'empty_text'                 // an empty text block or empty string content
+  | 'unsigned_thinking'          // a thinking block without its signature
+  | 'tool_use_without_result'    // a tool_use not answered by a tool_result in the next message
+  | 'tool_result_without_tool_use' // a tool_result whose tool_use is not in the message before
+  | 'duplicate_tool_result'      // a second tool_result for the same tool_use
+  | 'duplicate_tool_use_id'      // the same tool_use id twice in the conversation
+  | 'tool_result_not_first'      // a tool_result after another kind of block in its message
+
+/** One thing the provider would reject a request for. */
+export interface MessageProblem {
+  /** Index of the message in the list. */
+  index: number
+  /** Path of the offending message or block, e.g. `[3].content[1]`. */
+  path: string
+  code: MessageProblemCode
+  message: string
+}
+
+/**
+ * Checks a message list (Anthropic Messages API shape) the way the provider does before a request:
+ * every `tool_use` answered by exactly one `tool_result` in the next message, no result without its
+ * call, roles alternating from a user message, no empty text, no unsigned thinking. Returns every
+ * problem with its path, in order; an empty array when the list is valid. Writes nothing.
+ *
+ * Note: Claude Code writes one streamed response as several assistant records; passed as they are,
+ * they are reported as `roles_not_alternating`.
+ *
+ * @throws {ThreadlineError} `INVALID_INPUT` when `messages` is not an array or cannot be JSON.
+ */
+export declare function validateMessages(messages: ReadonlyArray<unknown>): MessageProblem[]
+
 // Only the declarations marked `export` above are public.
 export {}

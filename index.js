@@ -319,4 +319,16 @@ class Store {
   }
 }
 
-module.exports = { Store, Session, defaultStorePath: native.defaultStorePath, ERROR_CODES: Object.freeze([...CODES]) }
+// Checks messages the way the provider checks a request; returns the problems, [] when valid.
+function validateMessages(messages) {
+  if (!Array.isArray(messages)) throw fail('INVALID_INPUT', `validateMessages: expected an array, got ${describe(messages)}`)
+  return JSON.parse(native.validateMessages(toJson(messages, 'validateMessages')))
+}
+
+module.exports = {
+  Store,
+  Session,
+  validateMessages,
+  defaultStorePath: native.defaultStorePath,
+  ERROR_CODES: Object.freeze([...CODES]),
+}

@@ -6,6 +6,7 @@ mod error;
 mod session;
 mod store;
 mod text;
+mod validate;
 
 use napi_derive::napi;
 

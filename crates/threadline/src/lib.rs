@@ -39,6 +39,7 @@ mod state;
 mod store;
 mod txn;
 mod usage;
+mod validate;
 
 pub use envelope::Draft;
 pub use error::{Error, Result};
@@ -52,3 +53,4 @@ pub use session::{ContextFill, Page, RestoreReport, Session, Skipped, PAGE_BYTES
 pub use state::{TokenPatch, TokenTracker, Turn, TurnStatus};
 pub use store::{default_store_path, Store};
 pub use usage::Usage;
+pub use validate::{validate_messages, Problem, ProblemCode};
