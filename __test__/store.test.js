@@ -233,3 +233,14 @@ test('ERROR_CODES cannot be altered, so error codes stay stable', async () => {
   await assert.rejects(store.openSessionAsync('nope'), (e) => e.code === 'NOT_FOUND')
   store.close()
 })
+
+test('appending the same record again (a retry) writes nothing and returns the stored envelope', () => {
+  const s = new lib.Session()
+  const record = { uuid: 'u-retry', message: { role: 'user', content: 'once' } }
+  const first = s.append(record)
+  const again = s.append(record)
+  assert.deepEqual(again, first)
+  assert.equal(s.envelopes().length, 1)
+  assert.throws(() => s.append({ uuid: 'u-retry', message: { role: 'user', content: 'other' } }),
+    (e) => e.code === 'INVALID_INPUT' && /already used by record seq 0, with other content/.test(e.message))
+})

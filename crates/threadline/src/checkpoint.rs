@@ -6,13 +6,14 @@
 //!
 //! Under a steady stream of appends a background checkpoint never quite catches up, and SQLite
 //! starts the log over only after one that did; the -wal file would grow without end, and every
-//! append would pay for fresh file pages. So every `COMMITS_PER_RESTART` commits the writer runs
-//! one checkpoint itself, between its transactions: it copies only what the background passes
-//! have not, and lets the next commit start the log from the beginning.
+//! append would pay for fresh file pages. So every `COMMITS_PER_RESTART` commits a restart falls
+//! due: the background thread pauses, and the writer runs a checkpoint itself after each commit
+//! (returning at once while a background pass is still running) until one copies the whole log;
+//! the next commit then starts the log from the beginning.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OpenFlags};
@@ -21,10 +22,25 @@ use rusqlite::{Connection, OpenFlags};
 const COMMITS_PER_CHECKPOINT: u32 = 256;
 /// Commits between checkpoints by the writer itself, which let the log start over.
 const COMMITS_PER_RESTART: u32 = 1024;
+/// A due restart is given up (until the next one) after this many checkpoints that ran but could
+/// not copy the whole log (a reader on an old snapshot). One that found the log busy is free.
+const RESTART_TRIES: u32 = 64;
+
+/// What a checkpoint by the writer achieved.
+pub enum Outcome {
+    /// The whole log was copied: the next commit starts it over.
+    Complete,
+    /// The background checkpoint was running.
+    Busy,
+    /// Some frames could not be copied yet, or the checkpoint failed.
+    Partial,
+}
 
 pub struct Checkpointer {
     nudge: Mutex<Option<SyncSender<()>>>,
     commits: AtomicU32,
+    /// Tries left for a due restart; while above 0 the background thread stays out of the way.
+    restart_tries: Arc<AtomicU32>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -42,19 +58,24 @@ impl Checkpointer {
         conn.busy_timeout(std::time::Duration::from_millis(busy_timeout_ms as u64))
             .ok()?;
         let (tx, rx) = sync_channel::<()>(1);
+        let restart_tries = Arc::new(AtomicU32::new(0));
+        let restart_due = Arc::clone(&restart_tries);
         let thread = std::thread::Builder::new()
             .name("threadline-checkpoint".into())
             .spawn(move || {
                 while rx.recv().is_ok() {
                     // PASSIVE copies what it can without blocking writers or readers. A failure
                     // (busy, disk) is harmless: the frames stay in the log for the next pass.
-                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    if restart_due.load(Ordering::Relaxed) == 0 {
+                        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    }
                 }
             })
             .ok()?;
         Some(Checkpointer {
             nudge: Mutex::new(Some(tx)),
             commits: AtomicU32::new(0),
+            restart_tries,
             thread: Mutex::new(Some(thread)),
         })
     }
@@ -62,7 +83,9 @@ impl Checkpointer {
     /// Called after each commit; true when the writer should now run a checkpoint itself.
     pub fn committed(&self) -> bool {
         let n = self.commits.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        if n % COMMITS_PER_CHECKPOINT == 0 {
+        if n % COMMITS_PER_RESTART == 0 {
+            self.restart_tries.store(RESTART_TRIES, Ordering::Relaxed);
+        } else if n % COMMITS_PER_CHECKPOINT == 0 {
             if let Some(tx) = self
                 .nudge
                 .lock()
@@ -74,7 +97,18 @@ impl Checkpointer {
                 }
             }
         }
-        n % COMMITS_PER_RESTART == 0
+        self.restart_tries.load(Ordering::Relaxed) > 0
+    }
+
+    /// How the writer's checkpoint went.
+    pub fn writer_checkpointed(&self, outcome: Outcome) {
+        let left = self.restart_tries.load(Ordering::Relaxed);
+        let left = match outcome {
+            Outcome::Complete => 0,
+            Outcome::Busy => left,
+            Outcome::Partial => left.saturating_sub(1),
+        };
+        self.restart_tries.store(left, Ordering::Relaxed);
     }
 
     /// Stops the thread after any checkpoint in progress.

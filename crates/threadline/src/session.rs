@@ -289,10 +289,15 @@ impl Session {
                     .query_row(params![u, lo, hi], |r| r.get(0))
                     .optional()?;
                 if let Some(id) = taken {
-                    return Err(Error::InvalidInput(format!(
-                        "uuid: '{u}' is already used by record seq {}",
-                        id - lo
-                    )));
+                    // The same record again (a retry after an error the caller could not tell
+                    // from a failed write): nothing is written, the stored envelope comes back.
+                    let seq = (id - lo) as u64;
+                    return match self.stored_if_same(conn, seq, &d)? {
+                        Some(stored) => Ok(stored),
+                        None => Err(Error::InvalidInput(format!(
+                            "uuid: '{u}' is already used by record seq {seq}, with other content"
+                        ))),
+                    };
                 }
                 u.to_string()
             }
@@ -375,6 +380,25 @@ impl Session {
         tail.last_uuid = Some(uuid);
         tail.last_written_ms = Some(now.ms);
         Ok(d.env)
+    }
+
+    /// The stored envelope of record `seq` if every field the caller gave in `d` is stored with
+    /// that value (`seq` aside: it is always the position).
+    fn stored_if_same(
+        &self,
+        conn: &Connection,
+        seq: u64,
+        d: &Draft,
+    ) -> Result<Option<Map<String, Value>>> {
+        let page = read_page(conn, self.num, seq, 1, usize::MAX, Part::Envelope)?;
+        let Some(Value::Object(stored)) = parse_page(&page)?.pop() else {
+            return Ok(None);
+        };
+        let same = d
+            .env
+            .iter()
+            .all(|(k, v)| k == "seq" || stored.get(k) == Some(v));
+        Ok(same.then_some(stored))
     }
 
     /// Another handle (or process) may have appended since this one last looked: re-read the tail

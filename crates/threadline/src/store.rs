@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use crate::checkpoint::Checkpointer;
+use crate::checkpoint::{Checkpointer, Outcome};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::options::{
@@ -36,14 +36,27 @@ impl Shared {
 
     /// Called after every commit, with the connection still locked.
     pub fn committed(&self, conn: &Connection) {
-        if self
-            .checkpointer
-            .as_ref()
-            .is_some_and(Checkpointer::committed)
-        {
-            // Errors are harmless here: the frames stay in the log until a later checkpoint.
-            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-        }
+        let Some(c) = self.checkpointer.as_ref().filter(|c| c.committed()) else {
+            return;
+        };
+        // (busy, frames in the log, frames copied). PASSIVE never waits: busy or partial, the
+        // next commit tries again.
+        let result = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        });
+        let outcome = match result {
+            Ok((0, log, copied)) if log == copied => Outcome::Complete,
+            Ok((busy, _, _)) if busy != 0 => Outcome::Busy,
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
+                Outcome::Busy
+            }
+            _ => Outcome::Partial,
+        };
+        c.writer_checkpointed(outcome);
     }
 
     pub fn writable(&self) -> Result<()> {

@@ -132,8 +132,23 @@ fn the_same_uuid_cannot_be_stored_twice_in_a_session() {
         .unwrap_err();
     assert_eq!(
         err.message(),
-        "append: uuid: 'u1' is already used by record seq 0"
+        "append: uuid: 'u1' is already used by record seq 0, with other content"
     );
+}
+
+#[test]
+fn appending_the_same_record_again_is_a_no_op_that_returns_it() {
+    let store = Store::memory().unwrap();
+    let s = store.create_session(SessionOptions::default()).unwrap();
+    let record = json!({"uuid": "u1", "requestId": "r1", "message": {"role": "user", "content": "retry me"}});
+    let first = s.append(record.clone(), None).unwrap();
+    s.append(json!("in between"), None).unwrap();
+    let again = s.append(record, None).unwrap();
+    assert_eq!(again, first);
+    assert_eq!(s.envelopes(0, None).unwrap().len(), 2);
+    // The whole envelope as returned, timestamp and seq included, is the same record too.
+    assert_eq!(s.append(Value::Object(first.clone()), None).unwrap(), first);
+    assert_eq!(s.append(json!("after"), None).unwrap()["seq"], 2);
 }
 
 #[test]
@@ -276,7 +291,7 @@ fn the_write_ahead_log_stays_bounded_under_a_steady_stream_of_appends() {
     let store = open(&path);
     let s = store.create_session(SessionOptions::default()).unwrap();
     let text = "checkpoint me ".repeat(150);
-    let n = 4000;
+    let n = 8000;
     for i in 0..n {
         s.append(
             json!({"role": "user", "content": [{"type": "text", "text": format!("{i} {text}")}]}),
@@ -284,11 +299,12 @@ fn the_write_ahead_log_stays_bounded_under_a_steady_stream_of_appends() {
         )
         .unwrap();
     }
-    // Each append writes 4 or 5 pages of 4 KiB to the log: never restarted, it would hold
-    // about 70 MiB by now.
+    // Each append writes 4 or 5 pages of 4 KiB to the log: never restarted, it would hold about
+    // 140 MiB by now. Restarted every 1,024 commits it stays near 25 MiB; on a machine busy with
+    // other I/O a restart can come late (measured up to 66 MiB while the node suite ran alongside).
     let wal = std::fs::metadata(format!("{path}-wal"))
         .map(|m| m.len())
         .unwrap_or(0);
-    assert!(wal < 35 << 20, "the -wal file grew to {wal} bytes");
+    assert!(wal < 100 << 20, "the -wal file grew to {wal} bytes");
     assert_eq!(s.messages().unwrap().len(), n);
 }
