@@ -1,5 +1,5 @@
 //! The stored form of a record: ASCII-only JSON text (every non-ASCII character written as a
-//! `\uXXXX` escape, so a reader can hand it to V8 as a one-byte string), with long strings moved
+//! `\u` escape of four hex digits, so a reader can hand it to V8 as a one-byte string), with long strings moved
 //! out to the blob table and the message cut out of the envelope.
 //!
 //! Two raw control bytes mark what was moved out. The encoder escapes every control character,
