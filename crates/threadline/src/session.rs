@@ -502,7 +502,11 @@ impl Session {
     pub fn context_fill(&self) -> Result<ContextFill> {
         let run = || -> Result<ContextFill> {
             let used = self.synced_tail()?.state.tracker().context_tokens;
-            let window = read_info(&*self.conn()?, self.num)?.0.context_window;
+            let window: Option<i64> = self
+                .conn()?
+                .prepare_cached("SELECT context_window FROM sessions WHERE num = ?1")?
+                .query_row([self.num], |r| r.get(0))?;
+            let window = window.map(|w| w as u64);
             Ok(ContextFill {
                 used_tokens: used,
                 context_window: window,
