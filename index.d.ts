@@ -740,6 +740,12 @@ export interface StoreOptions {
   readonly?: boolean
   /** How long to wait for a lock held by another connection before `STORE_BUSY`. */
   busyTimeoutMs?: number
+  /**
+   * Telemetry: an operation taking at least this many milliseconds is reported as a
+   * `slow_operation` event (only while a listener is registered or THREADLINE_TELEMETRY=console).
+   * Default 100.
+   */
+  slowOperationMs?: number
 }
 
 /** Options of `store.createSession` and `new Session`. Unknown keys: `INVALID_INPUT`. */
@@ -853,9 +859,40 @@ export declare class Store {
 
   /**
    * Closes the store. Every later use of it, or of a session opened from it, throws `CLOSED`
-   * (a session's `id` stays readable).
+   * (a session's `id` stays readable). Sessions this process held for writing are released.
    */
   close(): void
+
+  /**
+   * Sessions left `active` by a process that is gone (killed, crashed, or exited without closing
+   * them), most recently updated first. Open one, call `recover()`, and go on.
+   * Emits an `interrupted_session` telemetry event for each.
+   */
+  interruptedSessions(): SessionInfo[]
+
+  /**
+   * Brings a `session.snapshot()` back as a session of this store, with the same id and
+   * byte-identical messages, in one transaction.
+   *
+   * @throws `SNAPSHOT_INVALID` if it is truncated, altered (its SHA-256 does not match) or not a
+   *   snapshot: nothing is written. `INVALID_INPUT` if a session with its id exists here.
+   */
+  importSnapshot(json: string): Session
+
+  /**
+   * `Store.open(path, options).importSnapshot(json)`: imports into the store at `path` (the
+   * default store when omitted), which stays open for the returned session.
+   */
+  static importSnapshot(json: string, path?: string, options?: StoreOptions): Session
+
+  /**
+   * Receives telemetry events (repairs, recoveries, interrupted sessions found, persistence
+   * errors, slow operations) from this store and its sessions. Returns a function that removes the
+   * listener. Off by default; with no listener (and THREADLINE_TELEMETRY unset) nothing is
+   * measured. THREADLINE_TELEMETRY=console prints every event as a JSON line on stdout.
+   * A listener that throws is ignored.
+   */
+  onEvent(listener: (event: TelemetryEvent) => void): () => void
 }
 
 /**
@@ -998,7 +1035,186 @@ export declare class Session {
 
   /** Closes this handle. Later use throws `CLOSED` (`id` stays readable); the store stays open. */
   close(): void
+
+  // ----- recovery: the tool-call journal -----
+
+  /**
+   * Marks a tool call started: call it right before running the tool (before its side effect).
+   * After a crash, a started call without an outcome is reported as "outcome unknown", never as
+   * "never started". Calling it again is a no-op.
+   *
+   * @throws `NOT_FOUND` if no appended assistant message holds this call; `INVALID_INPUT` if the
+   *   call already has an outcome (use `cachedToolResult`); `SESSION_LOCKED`, `STORE_IO`, `CLOSED`.
+   */
+  toolCallStarted(toolUseId: string): void
+
+  /**
+   * Records in the journal that a tool finished, with its result, even if the tool_result message
+   * is never appended (e.g. the process dies first): `recover()` then backfills it. The same
+   * outcome again is a no-op.
+   *
+   * @throws `NOT_FOUND` for an unknown call; `INVALID_INPUT` for a malformed result (with its
+   *   path), another outcome already recorded, or a call already answered in the history.
+   */
+  recordToolOutcome(toolUseId: string, result: ToolResultInput | string): void
+
+  /** Every tool call of the session with its lifecycle state, in the order they were made. */
+  toolCalls(filter?: { state?: ToolCallState }): ToolCall[]
+
+  /**
+   * The result of a finished call (recorded with `recordToolOutcome`, or its tool_result in the
+   * history), else `null`: a resumed agent checks it before running a tool again.
+   */
+  cachedToolResult(toolUseId: string): ToolResultBlock | null
+
+  /** What `recover()` would do (with its default options). Writes nothing. */
+  pendingRepairs(): Repair[]
+
+  /**
+   * Makes a session left half-done valid to send again. In one transaction: closes a response
+   * cut off mid-stream (as `fail()` would), then answers every call of the latest response that
+   * has no result: a recorded outcome is backfilled; a call that never started gets an is_error
+   * result saying it never ran; a started call with no outcome is re-run once with `replay` if
+   * `isSafe(call)` (its real result recorded), else gets an is_error result saying the outcome is
+   * unknown and side effects may have happened (`unknownOutcome: 'leave'`: reported, not written).
+   * Repairs are records (`repair` field, deterministic uuids); running it again changes nothing.
+   */
+  recover(options?: RecoverOptions): Promise<RecoveryReport>
+
+  // ----- recovery: streaming and snapshots -----
+
+  /**
+   * Starts streaming an assistant response into the session. Chunks are persisted as `stream`
+   * records (out of `messages`) at every block boundary and at least every 200 ms within a long
+   * block, so a crash mid-stream keeps what had arrived; `recover()` closes such a stream.
+   */
+  beginResponse(options?: ResponseOptions): ResponseWriter
+
+  /**
+   * The session as one JSON document: its records (blob content inline), the tool-call journal,
+   * status and prompt identity, sealed with a SHA-256. `store.importSnapshot` brings it back.
+   */
+  snapshot(): string
 }
+
+/** Lifecycle of a tool call in the journal. */
+export type ToolCallState = 'requested' | 'started' | 'completed' | 'failed' | 'denied'
+
+/** A tool call as the journal knows it. */
+export interface ToolCall {
+  /** the block's `id` (`tool_use_id` of its result) */
+  id: string
+  kind: 'tool_use' | 'server_tool_use' | 'mcp_tool_use' | (string & {})
+  name: string
+  /** the call's input, as the model gave it */
+  input: unknown
+  state: ToolCallState
+  /** the record holding the call */
+  callUuid: string
+  callSeq: number
+  requestedAt: string
+  startedAt?: string
+  endedAt?: string
+  /** the record holding its result, once one is in the history */
+  resultSeq?: number
+}
+
+/** What a tool produced, for `recordToolOutcome` and `replay`. */
+export interface ToolResultInput {
+  content: string | ContentBlockParam[]
+  is_error?: boolean
+  /** raw tool execution data, kept as given */
+  toolUseResult?: Record<string, unknown>
+  /** the user refused the call (state `denied` rather than `failed`) */
+  denied?: boolean
+}
+
+export type RepairKind =
+  | 'backfill'        // the journal holds the result: it goes into the history
+  | 'replayed'        // safe call re-run once; its real result goes into the history
+  | 'never_started'   // is_error result: the tool never ran
+  | 'unknown_outcome' // is_error result: started, outcome unknown, side effects possible
+  | 'left'            // started, outcome unknown, left unanswered (unknownOutcome: 'leave')
+  | 'stranded'        // unanswered call of an earlier response with later messages: not written
+  | 'close_stream'    // a response cut off mid-stream becomes an interrupted assistant record
+
+export interface Repair {
+  kind: RepairKind
+  toolUseId?: string
+  name?: string
+  state?: ToolCallState
+  /** why, in words, e.g. "interrupted: outcome unknown, side effects possible" */
+  reason: string
+  /** the record the repair writes; absent when it writes nothing */
+  recordUuid?: string
+}
+
+export interface RecoveryReport {
+  repairs: Repair[]
+  recordsWritten: number
+  /** nothing needed repairing */
+  clean: boolean
+}
+
+export interface RecoverOptions {
+  /** safe = idempotent: may be re-run. Requires `replay`. */
+  isSafe?: (call: ToolCall) => boolean
+  /** re-runs a safe call; a rejection is recorded as an is_error result */
+  replay?: (call: ToolCall) => Promise<ToolResultInput | string> | ToolResultInput | string
+  /** started, no outcome, not safe: `'mark'` (default) or `'leave'` */
+  unknownOutcome?: 'mark' | 'leave'
+}
+
+export interface ResponseOptions {
+  requestId?: string
+  /** fills `model` of a message assembled from simple chunks */
+  model?: string
+  provider?: string
+}
+
+/** The simple chunk form of `ResponseWriter.push`. */
+export type StreamChunk =
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string; signature?: string }
+  | { type: 'tool_call_delta'; id: string; name?: string; delta: string }
+
+/**
+ * An Anthropic raw stream event (`message_start`, `content_block_start`, `content_block_delta`
+ * with text / thinking / signature / input_json / citations deltas, `content_block_stop`,
+ * `message_delta`, `message_stop`, `ping`), as `@anthropic-ai/sdk` yields them.
+ */
+export interface AnthropicStreamEvent {
+  type: 'message_start' | 'content_block_start' | 'content_block_delta' | 'content_block_stop'
+    | 'message_delta' | 'message_stop' | 'ping' | 'error'
+  [field: string]: unknown
+}
+
+export interface ResponseWriter {
+  /** the stream's id: its `stream` records and its final record (`streamId`) carry it */
+  readonly id: string
+  /**
+   * Takes one chunk as it arrives: `for await (const ev of stream) writer.push(ev)`.
+   * @throws `INVALID_INPUT` (with the path) for a malformed or out-of-order chunk, which changes
+   *   nothing; `STORE_IO` if persisting failed (the chunk stays buffered for the next flush).
+   */
+  push(chunk: StreamChunk | AnthropicStreamEvent): void
+  /** Stores the complete assistant message: `message` if given (e.g. the SDK's `finalMessage()`), else the assembled one. */
+  finish(message?: MessageParamLike | Message): Envelope
+  /**
+   * Stores an `error` record with `error` and the partial output a model may see again (text,
+   * thinking only if it completed with its signature, complete tool calls): in context, so
+   * "continue" has an anchor. With nothing salvageable, the record stays out of `messages`.
+   */
+  fail(error: { message: string; code?: string }): Envelope
+}
+
+/** Telemetry events (`store.onEvent`, THREADLINE_TELEMETRY=console). */
+export type TelemetryEvent =
+  | { type: 'repair'; time: string; sessionId: string; repair: Repair }
+  | { type: 'recovery'; time: string; sessionId: string; repairs: number; recordsWritten: number; durationMs: number }
+  | { type: 'interrupted_session'; time: string; sessionId: string; session: SessionInfo }
+  | { type: 'persist_error'; time: string; sessionId?: string; operation: string; code: 'STORE_IO' | 'STORE_BUSY'; message: string }
+  | { type: 'slow_operation'; time: string; sessionId?: string; operation: string; durationMs: number; thresholdMs: number }
 
 /**
  * Where `Store.open()` puts the store when given no path: `$THREADLINE_HOME/threadline.db` if

@@ -130,15 +130,77 @@ function checkRecord(input, what) {
 }
 
 const kNative = Symbol('native')
+const kTelemetry = Symbol('telemetry')
+
+// Telemetry: structured events for a store's listeners, and JSON lines on stdout when
+// THREADLINE_TELEMETRY=console. Off (no listener, no env) it costs one property check per call.
+class Telemetry {
+  constructor(slowMs) {
+    this.listeners = []
+    this.console = process.env.THREADLINE_TELEMETRY === 'console'
+    this.slowMs = slowMs
+    this.on = this.console
+  }
+
+  add(listener) {
+    this.listeners.push(listener)
+    this.on = true
+    return () => {
+      this.listeners = this.listeners.filter((l) => l !== listener)
+      this.on = this.console || this.listeners.length > 0
+    }
+  }
+
+  emit(event) {
+    const e = { time: new Date().toISOString(), ...event }
+    if (this.console) process.stdout.write(JSON.stringify(e) + '\n')
+    for (const l of this.listeners) {
+      try {
+        l(e)
+      } catch {
+        // A listener's failure must not break the operation it observes.
+      }
+    }
+  }
+}
+
+const PERSIST_CODES = new Set(['STORE_IO', 'STORE_BUSY'])
+
+// Runs a native call; with telemetry on, reports persistence errors and slow operations.
+function observed(tel, sessionId, operation, fn) {
+  if (!tel || !tel.on) return fn()
+  const t0 = performance.now()
+  try {
+    return fn()
+  } catch (e) {
+    if (e && PERSIST_CODES.has(e.code)) {
+      tel.emit({ type: 'persist_error', sessionId, operation, code: e.code, message: e.message })
+    }
+    throw e
+  } finally {
+    const ms = performance.now() - t0
+    if (ms >= tel.slowMs) tel.emit({ type: 'slow_operation', sessionId, operation, durationMs: Math.round(ms * 1000) / 1000, thresholdMs: tel.slowMs })
+  }
+}
+
+const DEFAULT_SLOW_MS = 100
+
+// A session's native call, observed by its store's telemetry when that is on.
+function run(session, operation, fn) {
+  return observed(session[kTelemetry], session[kNative].id, operation, fn)
+}
 
 class Session {
   constructor(options) {
     if (options && options[kNative]) {
       this[kNative] = options[kNative]
+      this[kTelemetry] = options[kTelemetry]
       return
     }
     this[kNative] = new native.NativeSession(optJson(object(options, 'Session: options'), 'Session: options'))
+    this[kTelemetry] = new Telemetry(DEFAULT_SLOW_MS)
   }
+
 
   get id() {
     return this[kNative].id
@@ -151,14 +213,17 @@ class Session {
   append(message, envelope) {
     checkRecord(message, 'append')
     const extra = object(envelope, 'append: envelope')
-    const filled = JSON.parse(this[kNative].append(toJson(message, 'append'), optJson(extra, 'append: envelope')))
+    const text = toJson(message, 'append')
+    const extraText = optJson(extra, 'append: envelope')
+    const filled = JSON.parse(run(this, 'append', () => this[kNative].append(text, extraText)))
     return envelopeOf(message, extra, filled)
   }
 
   appendMany(records) {
     if (!Array.isArray(records)) throw fail('INVALID_INPUT', `appendMany: expected an array, got ${describe(records)}`)
     records.forEach((r, i) => checkRecord(r, `appendMany: [${i}]`))
-    const filled = JSON.parse(this[kNative].appendMany(toJson(records, 'appendMany')))
+    const text = toJson(records, 'appendMany')
+    const filled = JSON.parse(run(this, 'appendMany', () => this[kNative].appendMany(text)))
     return records.map((r, i) => envelopeOf(r, null, filled[i]))
   }
 
@@ -168,12 +233,14 @@ class Session {
     }
     const extra = object(envelope, 'appendEvent: envelope')
     const dataJson = data === undefined ? null : toJson(data, 'appendEvent: data')   // null is kept as null
-    return JSON.parse(this[kNative].appendEvent(name, dataJson, optJson(extra, 'appendEvent: envelope')))
+    const extraText = optJson(extra, 'appendEvent: envelope')
+    return JSON.parse(run(this, 'appendEvent', () => this[kNative].appendEvent(name, dataJson, extraText)))
   }
 
   restoreMessages(records) {
     if (!Array.isArray(records)) throw fail('INVALID_INPUT', `restoreMessages: expected an array, got ${describe(records)}`)
-    return JSON.parse(this[kNative].restoreMessages(toJson(records, 'restoreMessages')))
+    const text = toJson(records, 'restoreMessages')
+    return JSON.parse(run(this, 'restoreMessages', () => this[kNative].restoreMessages(text)))
   }
 
   restoreTokenState(state) {
@@ -181,7 +248,7 @@ class Session {
   }
 
   get messages() {
-    return readPages(this[kNative].readMessages())
+    return run(this, 'messages', () => readPages(this[kNative].readMessages()))
   }
 
   envelopes(range) {
@@ -224,9 +291,138 @@ class Session {
     this[kNative].setStatus(status)
   }
 
+  // --- recovery: the tool-call journal ---
+
+  toolCallStarted(toolUseId) {
+    const id = idArg(toolUseId, 'toolCallStarted', 'toolUseId')
+    run(this, 'toolCallStarted', () => this[kNative].toolCallStarted(id))
+  }
+
+  recordToolOutcome(toolUseId, result) {
+    const id = idArg(toolUseId, 'recordToolOutcome', 'toolUseId')
+    const text = toJson(resultInput(result, 'recordToolOutcome: result'), 'recordToolOutcome: result')
+    run(this, 'recordToolOutcome', () => this[kNative].recordToolOutcome(id, text))
+  }
+
+  toolCalls(filter) {
+    const f = object(filter, 'toolCalls: filter') ?? {}
+    if (f.state !== undefined && typeof f.state !== 'string') {
+      throw fail('INVALID_INPUT', `toolCalls: filter.state: expected a string, got ${describe(f.state)}`)
+    }
+    return JSON.parse(this[kNative].toolCalls(f.state ?? null)).map(withoutNulls)
+  }
+
+  cachedToolResult(toolUseId) {
+    const text = this[kNative].cachedToolResult(idArg(toolUseId, 'cachedToolResult', 'toolUseId'))
+    return text === null || text === undefined ? null : JSON.parse(text)
+  }
+
+  pendingRepairs() {
+    return JSON.parse(this[kNative].pendingRepairs())
+  }
+
+  async recover(options) {
+    const o = object(options, 'recover: options') ?? {}
+    for (const k of ['isSafe', 'replay']) {
+      if (o[k] !== undefined && typeof o[k] !== 'function') {
+        throw fail('INVALID_INPUT', `recover: options.${k}: expected a function, got ${describe(o[k])}`)
+      }
+    }
+    if (o.isSafe && !o.replay) throw fail('INVALID_INPUT', 'recover: options.replay: required when isSafe is given')
+    const unknownOutcome = o.unknownOutcome ?? 'mark'
+    if (unknownOutcome !== 'mark' && unknownOutcome !== 'leave') {
+      throw fail('INVALID_INPUT', `recover: options.unknownOutcome: expected 'mark' or 'leave', got ${String(unknownOutcome)}`)
+    }
+    const t0 = performance.now()
+    const replayed = o.isSafe ? await replaySafe(this, o.isSafe, o.replay) : []
+    const report = JSON.parse(run(this, 'recover', () => this[kNative].recover(JSON.stringify({ unknownOutcome, replayed }))))
+    const tel = this[kTelemetry]
+    if (tel && tel.on) {
+      const sessionId = this.id
+      for (const repair of report.repairs) tel.emit({ type: 'repair', sessionId, repair })
+      tel.emit({ type: 'recovery', sessionId, repairs: report.repairs.length, recordsWritten: report.recordsWritten, durationMs: Math.round((performance.now() - t0) * 1000) / 1000 })
+    }
+    return report
+  }
+
+  // --- recovery: streaming, snapshots ---
+
+  beginResponse(options) {
+    const o = object(options, 'beginResponse: options')
+    return new ResponseWriter(this, this[kNative].beginResponse(optJson(o, 'beginResponse: options')))
+  }
+
+  snapshot() {
+    return run(this, 'snapshot', () => this[kNative].snapshot())
+  }
+
   close() {
     this[kNative].close()
   }
+}
+
+// Re-runs, once, each started call with no outcome that the caller says is safe, and records
+// its real result in the journal (a failed replay is recorded as an is_error result).
+async function replaySafe(session, isSafe, replay) {
+  const unknown = new Set(session.pendingRepairs().filter((r) => r.kind === 'unknown_outcome').map((r) => r.toolUseId))
+  const replayed = []
+  for (const call of session.toolCalls({ state: 'started' })) {
+    if (!unknown.has(call.id) || !isSafe(call)) continue
+    let result
+    try {
+      result = resultInput(await replay(call), `recover: replay(${call.id})`)
+    } catch (e) {
+      if (e && e.code === 'INVALID_INPUT') throw e
+      result = { content: `Replay failed: ${e && e.message ? e.message : String(e)}`, is_error: true }
+    }
+    session.recordToolOutcome(call.id, result)
+    replayed.push(call.id)
+  }
+  return replayed
+}
+
+// A response being streamed: chunks are persisted as they arrive (at every block boundary, and
+// at least every 200 ms within a long block), so a crash mid-stream leaves what had arrived.
+class ResponseWriter {
+  constructor(session, n) {
+    this.session = session
+    this[kNative] = n
+  }
+
+  get id() {
+    return this[kNative].id
+  }
+
+  push(chunk) {
+    if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
+      throw fail('INVALID_INPUT', `push: chunk: expected an object, got ${describe(chunk)}`)
+    }
+    const text = toJson(chunk, 'push: chunk')
+    run(this.session, 'push', () => this[kNative].push(text))
+  }
+
+  finish(message) {
+    const text = message === undefined || message === null ? null : toJson(object(message, 'finish: message'), 'finish: message')
+    return JSON.parse(run(this.session, 'finish', () => this[kNative].finish(text)))
+  }
+
+  fail(error) {
+    const e = object(error, 'fail: error')
+    if (!e || typeof e.message !== 'string') throw fail('INVALID_INPUT', 'fail: error.message: expected a string')
+    if (e.code !== undefined && typeof e.code !== 'string') throw fail('INVALID_INPUT', 'fail: error.code: expected a string')
+    return JSON.parse(run(this.session, 'fail', () => this[kNative].fail(e.message, e.code ?? null)))
+  }
+}
+
+// What a tool produced, as recordToolOutcome and replay give it: a string is its content.
+function resultInput(result, what) {
+  if (typeof result === 'string') return { content: result }
+  return object(result, what) ?? (() => { throw fail('INVALID_INPUT', `${what}: expected an object, got ${describe(result)}`) })()
+}
+
+function withoutNulls(o) {
+  for (const k of Object.keys(o)) if (o[k] === null && k !== 'input') delete o[k]
+  return o
 }
 
 function rangeOf(range, what) {
@@ -242,8 +438,8 @@ function rangeOf(range, what) {
   return { fromSeq, limit }
 }
 
-function wrapSession(n) {
-  return new Session({ [kNative]: n })
+function wrapSession(n, telemetry) {
+  return new Session({ [kNative]: n, [kTelemetry]: telemetry })
 }
 
 function pathArg(path, what) {
@@ -252,9 +448,20 @@ function pathArg(path, what) {
   return path
 }
 
-function idArg(id, what) {
-  if (typeof id !== 'string' || id === '') throw fail('INVALID_INPUT', `${what}: id: expected a non-empty string, got ${describe(id)}`)
+function idArg(id, what, name = 'id') {
+  if (typeof id !== 'string' || id === '') throw fail('INVALID_INPUT', `${what}: ${name}: expected a non-empty string, got ${describe(id)}`)
   return id
+}
+
+// The store options the native side takes; slowOperationMs is the facade's (telemetry).
+function storeOptions(options, what) {
+  const o = object(options, `${what}: options`)
+  if (!o || o.slowOperationMs === undefined) return { native: optJson(o, `${what}: options`), slowMs: DEFAULT_SLOW_MS }
+  const { slowOperationMs, ...rest } = o
+  if (typeof slowOperationMs !== 'number' || !(slowOperationMs >= 0)) {
+    throw fail('INVALID_INPUT', `${what}: options.slowOperationMs: expected a number >= 0, got ${String(slowOperationMs)}`)
+  }
+  return { native: JSON.stringify(rest), slowMs: slowOperationMs }
 }
 
 function promptKeyOf(options, what) {
@@ -265,24 +472,51 @@ function promptKeyOf(options, what) {
 }
 
 class Store {
-  constructor(n) {
+  constructor(n, slowMs = DEFAULT_SLOW_MS) {
     if (!(n instanceof native.NativeStore)) {
       throw fail('INVALID_INPUT', 'Store: use Store.open(path, options) or Store.openAsync(path, options)')
     }
     this[kNative] = n
+    this[kTelemetry] = new Telemetry(slowMs)
   }
 
   static open(path, options) {
-    return new Store(native.NativeStore.open(pathArg(path, 'open'), optJson(object(options, 'open: options'), 'open: options')))
+    const o = storeOptions(options, 'open')
+    return new Store(native.NativeStore.open(pathArg(path, 'open'), o.native), o.slowMs)
   }
 
   static async openAsync(path, options) {
-    const task = native.openStoreAsync(pathArg(path, 'openAsync'), optJson(object(options, 'openAsync: options'), 'openAsync: options'))
+    const o = storeOptions(options, 'openAsync')
+    const task = native.openStoreAsync(pathArg(path, 'openAsync'), o.native)
     try {
-      return new Store(await task)
+      return new Store(await task, o.slowMs)
     } catch (e) {
       throw recode(e)
     }
+  }
+
+  // Imports a snapshot into the store at `path` (the default store when omitted). The store
+  // stays open for the returned session; `store.importSnapshot(json)` imports into an open one.
+  static importSnapshot(json, path, options) {
+    return Store.open(path, options).importSnapshot(json)
+  }
+
+  importSnapshot(json) {
+    if (typeof json !== 'string') throw fail('INVALID_INPUT', `importSnapshot: expected a JSON string, got ${describe(json)}`)
+    const tel = this[kTelemetry]
+    return wrapSession(observed(tel, undefined, 'importSnapshot', () => this[kNative].importSnapshot(json)), tel)
+  }
+
+  interruptedSessions() {
+    const found = JSON.parse(this[kNative].interruptedSessions())
+    const tel = this[kTelemetry]
+    if (tel.on) for (const info of found) tel.emit({ type: 'interrupted_session', sessionId: info.id, session: info })
+    return found
+  }
+
+  onEvent(listener) {
+    if (typeof listener !== 'function') throw fail('INVALID_INPUT', `onEvent: listener: expected a function, got ${describe(listener)}`)
+    return this[kTelemetry].add(listener)
   }
 
   get path() {
@@ -290,17 +524,20 @@ class Store {
   }
 
   createSession(options) {
-    return wrapSession(this[kNative].createSession(optJson(object(options, 'createSession: options'), 'createSession: options')))
+    return wrapSession(this[kNative].createSession(optJson(object(options, 'createSession: options'), 'createSession: options')), this[kTelemetry])
   }
 
   openSession(id, options) {
-    return wrapSession(this[kNative].openSession(idArg(id, 'openSession'), promptKeyOf(options, 'openSession')))
+    const sid = idArg(id, 'openSession')
+    const key = promptKeyOf(options, 'openSession')
+    const tel = this[kTelemetry]
+    return wrapSession(observed(tel, sid, 'openSession', () => this[kNative].openSession(sid, key)), tel)
   }
 
   async openSessionAsync(id, options) {
     const task = this[kNative].openSessionAsync(idArg(id, 'openSessionAsync'), promptKeyOf(options, 'openSessionAsync'))
     try {
-      return wrapSession(await task)
+      return wrapSession(await task, this[kTelemetry])
     } catch (e) {
       throw recode(e)
     }

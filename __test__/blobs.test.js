@@ -97,6 +97,7 @@ test('the same 50 KB tool output stored twice costs one blob row, and comes back
   // again in the same record (block and toolUseResult), in another session of the same store
   const store2 = Store.open(file)
   const s2 = store2.createSession({ id: 'dup2' })
+  s2.append({ role: 'assistant', content: ['t9', 't10', 't11'].map((id) => ({ type: 'tool_use', id, name: 'bash', input: { cmd: 'ls -R' } })) })
   s2.append({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't9', content: output }] }, { toolUseResult: { stdout: output, stderr: '' } })
   s2.appendMany([
     { type: 'tool_result', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't10', content: output }] } },
@@ -106,10 +107,10 @@ test('the same 50 KB tool output stored twice costs one blob row, and comes back
   c = counts(file)
   assert.equal(c.blobs, 1, 'still one blob row')
   const back2 = readInNewProcess(file, 'dup2')
-  assert.equal(back2.messages[0].content[0].content, output)
-  assert.equal(back2.envelopes[0].toolUseResult.stdout, output)
   assert.equal(back2.messages[1].content[0].content, output)
+  assert.equal(back2.envelopes[1].toolUseResult.stdout, output)
   assert.equal(back2.messages[2].content[0].content, output)
+  assert.equal(back2.messages[3].content[0].content, output)
 })
 
 test('different long strings are different blobs; long strings anywhere in a record are stored out of line', (t) => {

@@ -173,16 +173,18 @@ describe('turns', () => {
     assert.equal(t.status, 'complete')
   })
 
-  test('a session that starts with an assistant or tool_result message starts a turn there', () => {
+  test('a session that starts with an assistant message starts a turn there; an orphan tool_result is out of messages', () => {
     const s = new Session()
-    const first = s.append(results('orphan'))
-    s.append(reply('continuing'))
+    const orphan = s.append(results('orphan'))
+    const first = s.append(reply('continuing'))
     s.append(prompt('new question'))
     const turns = s.turns
     assert.equal(turns.length, 2)
     assert.equal(turns[0].startUuid, first.uuid)
     assert.equal(turns[0].startIndex, 0)
-    assert.equal(turns[0].messageCount, 2)
+    assert.equal(turns[0].messageCount, 1)
+    assert.equal(s.messages.length, 2)
+    assert.equal(s.envelopes()[0].uuid, orphan.uuid, 'the orphan result stays in the log')
     const s2 = new Session()
     s2.append(reply('hello first'))
     assert.equal(s2.turns.length, 1)

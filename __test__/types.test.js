@@ -102,9 +102,8 @@ test('good.ts, compiled to JS, runs against the built library', () => {
   }
 })
 
-test('index.d.ts stands alone: no @anthropic-ai/sdk (it is not installed), no other import, no any', () => {
-  assert.throws(() => require.resolve('@anthropic-ai/sdk', { paths: [root] }), /Cannot find module/,
-    '@anthropic-ai/sdk is installed: this check means to prove the declarations do not need it')
+test('index.d.ts stands alone: no import of @anthropic-ai/sdk or anything else, no any', () => {
+  // (@anthropic-ai/sdk is a devDependency for the stream tests; the declarations must not use it.)
   const ts = require('typescript')
   const text = fs.readFileSync(dtsPath, 'utf8')
   const sf = ts.createSourceFile(dtsPath, text, ts.ScriptTarget.Latest, true)

@@ -3,6 +3,7 @@
 #![deny(clippy::all)]
 
 mod error;
+mod recovery;
 mod session;
 mod store;
 mod text;

@@ -14,7 +14,7 @@ use crate::text::{NativePage, NativePages};
 
 #[napi]
 pub struct NativeSession {
-    inner: Arc<Session>,
+    pub(crate) inner: Arc<Session>,
 }
 
 impl NativeSession {

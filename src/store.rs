@@ -71,6 +71,18 @@ impl NativeStore {
     }
 
     #[napi(catch_unwind)]
+    pub fn import_snapshot(&self, json: String) -> Result<NativeSession> {
+        Ok(NativeSession::wrap(
+            self.inner.import_snapshot(&json).or_throw()?,
+        ))
+    }
+
+    #[napi(catch_unwind)]
+    pub fn interrupted_sessions(&self) -> Result<String> {
+        to_json(&self.inner.interrupted_sessions().or_throw()?)
+    }
+
+    #[napi(catch_unwind)]
     pub fn delete_session(&self, id: String) -> Result<()> {
         self.inner.delete_session(&id).or_throw()
     }

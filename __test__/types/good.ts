@@ -28,6 +28,12 @@ import {
   type TokenTracker,
   type ToolUseBlock,
   type Turn,
+  type ToolCall,
+  type ToolResultBlock,
+  type Repair,
+  type RecoveryReport,
+  type ResponseWriter,
+  validateMessages,
 } from 'threadline'
 // The same declarations reached the way a consumer's compiler finds them: package.json "types".
 import type * as viaPackageJson from '../..'
@@ -284,7 +290,42 @@ async function asyncApi(): Promise<void> {
   assert.equal(codeOf(() => s2.listSessions()), 'CLOSED')
 }
 
+// Recovery, typed: a call cut off before its outcome, a recorded one, a streamed response.
+async function recoveryApi(): Promise<void> {
+  const s = new Session()
+  s.append('run the tests')
+  s.append({ role: 'assistant', content: [
+    { type: 'tool_use', id: 'toolu_a', name: 'Bash', input: { command: 'npm test' } },
+    { type: 'tool_use', id: 'toolu_b', name: 'Read', input: { file_path: 'README.md' } },
+  ] })
+  s.toolCallStarted('toolu_a')
+  s.toolCallStarted('toolu_b')
+  s.recordToolOutcome('toolu_b', { content: '# Threadline' })
+  const calls: ToolCall[] = s.toolCalls({ state: 'started' })
+  assert.deepEqual(calls.map((c) => c.id), ['toolu_a'])
+  const cached: ToolResultBlock | null = s.cachedToolResult('toolu_b')
+  assert.equal(cached?.content, '# Threadline')
+  const plan: Repair[] = s.pendingRepairs()
+  assert.deepEqual(plan.map((r) => r.kind), ['unknown_outcome', 'backfill'])
+  const report: RecoveryReport = await s.recover({
+    isSafe: (call: ToolCall) => call.name === 'Bash',
+    replay: async (call: ToolCall) => ({ content: `re-ran ${String((call.input as { command: string }).command)}` }),
+  })
+  assert.deepEqual(report.repairs.map((r) => r.kind), ['replayed', 'backfill'])
+  assert.deepEqual(validateMessages(s.messages), [])
+
+  s.append('and summarise')
+  const w: ResponseWriter = s.beginResponse({ model: 'claude-sonnet-4-5' })
+  w.push({ type: 'text', text: 'All ' })
+  w.push({ type: 'text', text: 'green.' })
+  const done: Envelope = w.finish()
+  assert.equal(done.type, 'assistant')
+  const copy: Session = Store.open(':memory:').importSnapshot(s.snapshot())
+  assert.deepEqual(copy.messages, s.messages)
+}
+
 asyncApi()
+  .then(recoveryApi)
   .then(() => {
     store.close()
     fs.rmSync(dir, { recursive: true, force: true })

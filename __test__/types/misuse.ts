@@ -66,8 +66,14 @@ export function misuses(store: Store, session: Session, block: ContentBlock, mes
   // ---- methods and options -----------------------------------------------------------------
   // @ts-expect-error no such method
   session.appendMessage('hi')
-  // @ts-expect-error no such method (recovery APIs are not declared yet)
-  session.recover()
+  // @ts-expect-error unknownOutcome is 'mark' or 'leave'
+  session.recover({ unknownOutcome: 'ignore' })
+  // @ts-expect-error a tool call state is one of the journal's
+  session.toolCalls({ state: 'running' })
+  // @ts-expect-error recordToolOutcome needs content
+  session.recordToolOutcome('toolu_1', { is_error: true })
+  // @ts-expect-error fail needs a message
+  session.beginResponse().fail({ code: 'x' })
   // @ts-expect-error no such method
   store.getSession(session.id)
   // @ts-expect-error the constructor is private: use Store.open

@@ -29,28 +29,38 @@ mod clock;
 mod encode;
 mod envelope;
 mod error;
+mod journal;
 mod json;
 mod message;
 mod options;
+mod owner;
 mod readahead;
+mod recovery;
+mod response;
 mod schema;
 mod session;
+mod snapshot;
 mod state;
 mod store;
+mod stream;
 mod txn;
 mod usage;
 mod validate;
 
 pub use envelope::Draft;
 pub use error::{Error, Result};
+pub use journal::CallState;
 pub use json::{parse, MAX_RECORD_BYTES};
 pub use message::Role;
 pub use options::{
     from_json, Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
 };
 pub use readahead::{pages, PageStream, Source};
+pub use recovery::{RecoverOptions, RecoveryReport, Repair, RepairKind, UnknownOutcome};
+pub use response::{ResponseOptions, ResponseWriter};
 pub use session::{ContextFill, Page, RestoreReport, Session, Skipped, PAGE_BYTES};
 pub use state::{TokenPatch, TokenTracker, Turn, TurnStatus};
 pub use store::{default_store_path, Store};
+pub use stream::{Assembler, Pushed};
 pub use usage::Usage;
 pub use validate::{validate_messages, Problem, ProblemCode};

@@ -25,10 +25,36 @@ pub struct MessageFacts {
     /// every tool call in the message: tool_use, server_tool_use, mcp_tool_use.
     pub tool_calls: u64,
     pub tool_result_ids: Vec<String>,
+    /// every tool call, with what the journal keeps of it
+    pub calls: Vec<CallFact>,
+    /// every result block (tool_result in a user message, `*_tool_result` of a server or MCP
+    /// call inside an assistant message)
+    pub results: Vec<ResultFact>,
     pub usage: Option<Usage>,
     /// the provider's message id, used to count one response once.
     pub id: Option<String>,
 }
+
+/// A tool call block: `tool_use` (answered in a later user message) or `server_tool_use` /
+/// `mcp_tool_use` (answered inside the same assistant message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallFact {
+    pub id: String,
+    pub kind: String,
+    pub name: String,
+}
+
+/// A result block and what it says about its call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultFact {
+    pub tool_use_id: String,
+    pub is_error: bool,
+    /// the result says the call was refused (Claude Code's rejection text), not that it failed
+    pub denied: bool,
+}
+
+/// What Claude Code writes as the result of a call the user refused.
+const DENIED_PREFIX: &str = "The user doesn't want to proceed with this tool use";
 
 /// Where a block stands decides which types are allowed.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -121,14 +147,28 @@ pub fn check_message(msg: &mut Value, path: &Path) -> Result<MessageFacts> {
         let p = content_path.index(i);
         let ty = check_block(block, &p, place)?;
         match ty {
-            "tool_use" => {
+            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 facts.tool_calls += 1;
-                facts.tool_use_ids.push(str_field(block, "id").to_string());
+                if ty == "tool_use" {
+                    facts.tool_use_ids.push(str_field(block, "id").to_string());
+                }
+                facts.calls.push(CallFact {
+                    id: str_field(block, "id").to_string(),
+                    kind: ty.to_string(),
+                    name: str_field(block, "name").to_string(),
+                });
             }
-            "server_tool_use" | "mcp_tool_use" => facts.tool_calls += 1,
-            "tool_result" => facts
-                .tool_result_ids
-                .push(str_field(block, "tool_use_id").to_string()),
+            "tool_result" => {
+                facts
+                    .tool_result_ids
+                    .push(str_field(block, "tool_use_id").to_string());
+                facts.results.push(result_fact(block));
+            }
+            t if role == Role::Assistant && t.ends_with("_tool_result") => {
+                if block.get("tool_use_id").and_then(Value::as_str).is_some() {
+                    facts.results.push(result_fact(block));
+                }
+            }
             _ => facts.is_prompt = true,
         }
     }
@@ -138,6 +178,30 @@ pub fn check_message(msg: &mut Value, path: &Path) -> Result<MessageFacts> {
         _ => None,
     };
     Ok(facts)
+}
+
+fn result_fact(block: &Value) -> ResultFact {
+    let is_error = block.get("is_error") == Some(&Value::Bool(true));
+    let first_text = match block.get("content") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(Value::Array(items)) => items
+            .first()
+            .and_then(|b| b.get("text"))
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+        _ => "",
+    };
+    ResultFact {
+        tool_use_id: str_field(block, "tool_use_id").to_string(),
+        is_error,
+        denied: is_error && first_text.starts_with(DENIED_PREFIX),
+    }
+}
+
+/// Checks a tool result given outside a message (`recordToolOutcome`): the block it makes.
+pub fn check_result_block(block: &Value, path: &Path) -> Result<ResultFact> {
+    check_block(block, path, Place::User)?;
+    Ok(result_fact(block))
 }
 
 fn str_field<'a>(block: &'a Value, key: &str) -> &'a str {

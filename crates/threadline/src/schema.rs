@@ -11,11 +11,12 @@ use crate::error::{Error, Result};
 
 /// "THLN"
 pub const APPLICATION_ID: i64 = 0x5448_4C4E;
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 pub const SEQ_BITS: u32 = 36;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a store from version i to i + 1.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE sessions(
   num INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
@@ -66,7 +67,29 @@ CREATE TABLE blob_refs(
   PRIMARY KEY(record, hash)
 ) WITHOUT ROWID;
 CREATE INDEX blob_refs_hash ON blob_refs(hash);
-"#];
+"#,
+    r#"
+CREATE TABLE tool_calls(
+  session INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  call_seq INTEGER NOT NULL,
+  ord INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  requested_ms INTEGER NOT NULL,
+  started_ms INTEGER,
+  ended_ms INTEGER,
+  result_seq INTEGER,
+  outcome TEXT,
+  PRIMARY KEY(session, id)
+) WITHOUT ROWID;
+ALTER TABLE sessions ADD COLUMN owner_pid INTEGER;
+ALTER TABLE sessions ADD COLUMN owner_host TEXT;
+ALTER TABLE sessions ADD COLUMN owner_start INTEGER;
+ALTER TABLE sessions ADD COLUMN heartbeat_ms INTEGER;
+"#,
+];
 
 /// Checks that `conn` is a Threadline store (or an empty file to make one) and migrates it.
 pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {

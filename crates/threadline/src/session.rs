@@ -14,6 +14,7 @@ use crate::clock;
 use crate::encode::{encode_envelope, MESSAGE_MARK};
 use crate::envelope::{Defaults, Draft};
 use crate::error::{Error, Result};
+use crate::journal;
 use crate::json;
 use crate::message::Role;
 use crate::options::{ForkedFrom, SessionInfo, SessionOptions, Status};
@@ -25,16 +26,16 @@ use crate::usage::Usage;
 
 /// What a handle knows of its session's end: enough to append without reading anything else.
 #[derive(Debug, Clone, Default)]
-struct Tail {
-    next_seq: u64,
-    last_uuid: Option<String>,
-    last_written_ms: Option<i64>,
-    state: State,
+pub(crate) struct Tail {
+    pub next_seq: u64,
+    pub last_uuid: Option<String>,
+    pub last_written_ms: Option<i64>,
+    pub state: State,
 }
 
 pub struct Session {
-    shared: Arc<Shared>,
-    num: i64,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) num: i64,
     id: String,
     tail: Mutex<Tail>,
     closed: AtomicBool,
@@ -97,7 +98,7 @@ impl Session {
         &self.id
     }
 
-    fn conn(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+    pub(crate) fn conn(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("the session is closed".into()));
         }
@@ -206,30 +207,99 @@ impl Session {
         run().map_err(|e| e.during("restoreTokenState"))
     }
 
-    fn write(&self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
+    pub(crate) fn write(&self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
+        let many = drafts.len() > 1;
+        self.transact(|w| {
+            let mut out = Vec::with_capacity(drafts.len());
+            for (i, d) in drafts.into_iter().enumerate() {
+                let env = w
+                    .insert(d)
+                    .map_err(|e| if many { prefix_index(e, i) } else { e })?;
+                out.push(env);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Runs `f` in one write transaction on the session's synced tail; the tail moves only if it
+    /// commits.
+    pub(crate) fn transact<T>(&self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
         self.shared.writable()?;
         let conn = self.conn()?;
         let tx = Txn::immediate(&conn)?;
-        let mut tail = self.tail();
-        self.sync_tail(&tx, &mut tail)?;
-        let mut next = tail.clone();
-        let now = Now::new();
-        let mut out = Vec::with_capacity(drafts.len());
-        for (i, d) in drafts.into_iter().enumerate() {
-            let many = out.capacity() > 1;
-            let env = self.insert(&tx, &mut next, d, &now).map_err(|e| {
-                if many {
-                    prefix_index(e, i)
-                } else {
-                    e
-                }
-            })?;
-            out.push(env);
-        }
+        let (out, next, heartbeat) = self.stage(&tx, f)?;
         tx.commit()?;
-        *tail = next;
-        self.shared.committed(&conn);
+        self.committed(&conn, next, heartbeat);
         Ok(out)
+    }
+
+    /// The part of a write transaction before its commit: `conn` is in a transaction.
+    pub(crate) fn stage<T>(
+        &self,
+        conn: &Connection,
+        f: impl FnOnce(&mut Writer) -> Result<T>,
+    ) -> Result<(T, Tail, Option<i64>)> {
+        let heartbeat = self.shared.claim(conn, self.num, &self.id)?;
+        let mut tail = self.tail();
+        self.sync_tail(conn, &mut tail)?;
+        let mut w = Writer {
+            session: self,
+            conn,
+            tail: tail.clone(),
+            now: Now::new(),
+        };
+        let out = f(&mut w)?;
+        Ok((out, w.tail, heartbeat))
+    }
+
+    /// After the commit of what `stage` wrote.
+    pub(crate) fn committed(&self, conn: &Connection, next: Tail, heartbeat: Option<i64>) {
+        *self.tail() = next;
+        self.shared.claimed(self.num, heartbeat);
+        self.shared.committed(conn);
+    }
+
+    /// A handle on a session made in the caller's transaction (nothing stored yet to read).
+    pub(crate) fn fresh(shared: Arc<Shared>, num: i64, id: String) -> Session {
+        Session {
+            shared,
+            num,
+            id,
+            tail: Mutex::new(Tail::default()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The tail as of the last commit, re-read if another handle wrote since.
+    pub(crate) fn read_tail(&self, conn: &Connection) -> Result<Tail> {
+        let mut tail = self.tail();
+        self.sync_tail(conn, &mut tail)?;
+        Ok(tail.clone())
+    }
+
+    /// Every record's envelope from `from_seq` on.
+    pub(crate) fn records_from(conn: &Connection, num: i64, from_seq: u64) -> Result<Vec<Value>> {
+        let mut out = Vec::new();
+        let mut from = Some(from_seq);
+        while let Some(f) = from {
+            let page = read_page(conn, num, f, u64::MAX, PAGE_BYTES, Part::Envelope)?;
+            out.extend(parse_page(&page)?);
+            from = page.next;
+        }
+        Ok(out)
+    }
+
+    /// One record's envelope.
+    pub(crate) fn record(
+        conn: &Connection,
+        num: i64,
+        seq: u64,
+    ) -> Result<Option<Map<String, Value>>> {
+        let page = read_page(conn, num, seq, 1, usize::MAX, Part::Envelope)?;
+        Ok(match parse_page(&page)?.pop() {
+            Some(Value::Object(o)) => Some(o),
+            _ => None,
+        })
     }
 
     fn write_restore(
@@ -240,6 +310,7 @@ impl Session {
         self.shared.writable()?;
         let conn = self.conn()?;
         let tx = Txn::immediate(&conn)?;
+        let heartbeat = self.shared.claim(&tx, self.num, &self.id)?;
         let mut tail = self.tail();
         self.sync_tail(&tx, &mut tail)?;
         if tail.state.messages > 0 {
@@ -248,31 +319,54 @@ impl Session {
                 self.id, tail.state.messages
             )));
         }
-        let mut next = tail.clone();
-        let now = Now::new();
+        let mut w = Writer {
+            session: self,
+            conn: &tx,
+            tail: tail.clone(),
+            now: Now::new(),
+        };
         for (index, d) in drafts {
-            match self.insert(&tx, &mut next, d, &now) {
+            match w.insert(d) {
                 Ok(_) => {}
                 Err(Error::InvalidInput(reason)) => skipped.push(Skipped { index, reason }),
                 Err(e) => return Err(e),
             }
         }
+        let next = w.tail;
         tx.commit()?;
         *tail = next;
+        self.shared.claimed(self.num, heartbeat);
         self.shared.committed(&conn);
         Ok(tail.state.clone())
+    }
+}
+
+/// A write transaction in progress: records inserted through it fold into its tail, which
+/// becomes the session's tail when the transaction commits.
+pub(crate) struct Writer<'a> {
+    session: &'a Session,
+    pub conn: &'a Connection,
+    pub tail: Tail,
+    pub now: Now,
+}
+
+impl Writer<'_> {
+    pub fn num(&self) -> i64 {
+        self.session.num
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session.id
     }
 
     /// Validates what needs the store, completes the envelope, folds it into the state and
     /// writes it. Nothing is changed when it fails before the write.
-    fn insert(
-        &self,
-        conn: &Connection,
-        tail: &mut Tail,
-        mut d: Draft,
-        now: &Now,
-    ) -> Result<Map<String, Value>> {
-        let (lo, hi) = schema::range(self.num);
+    pub fn insert(&mut self, mut d: Draft) -> Result<Map<String, Value>> {
+        let this = self.session;
+        let conn = self.conn;
+        let now = &self.now;
+        let tail = &mut self.tail;
+        let (lo, hi) = schema::range(this.num);
         let seq = tail.next_seq;
         if seq >= 1 << SEQ_BITS {
             return Err(Error::InvalidInput(
@@ -292,7 +386,7 @@ impl Session {
                     // The same record again (a retry after an error the caller could not tell
                     // from a failed write): nothing is written, the stored envelope comes back.
                     let seq = (id - lo) as u64;
-                    return match self.stored_if_same(conn, seq, &d)? {
+                    return match this.stored_if_same(conn, seq, &d)? {
                         Some(stored) => Ok(stored),
                         None => Err(Error::InvalidInput(format!(
                             "uuid: '{u}' is already used by record seq {seq}, with other content"
@@ -309,20 +403,29 @@ impl Session {
         d.complete(&Defaults {
             uuid: &uuid,
             parent_uuid: tail.last_uuid.as_deref(),
-            session_id: &self.id,
+            session_id: &this.id,
             seq,
             timestamp: &now.iso,
         });
         let enc = encode_envelope(
             &d.env,
-            self.shared.options.blob_threshold_bytes,
+            this.shared.options.blob_threshold_bytes,
             d.from_envelope,
         )?;
         let id = lo + seq as i64;
         let mut msg_index = None;
         let mut turn_start = false;
         let response_key = d.response_key();
-        let facts = d.message.as_ref().filter(|_| d.in_messages());
+        let mut facts = d.message.as_ref().filter(|_| d.in_messages());
+        if let Some(f) =
+            facts.filter(|f| !f.is_prompt && !f.results.is_empty() && f.calls.is_empty())
+        {
+            // A result whose call is not in the history: the provider would refuse it. It stays in
+            // the log, out of `messages`.
+            if !journal::answers_a_call(conn, this.num, f, &tail.state.pending)? {
+                facts = None;
+            }
+        }
         if let Some(f) = facts {
             let prior = match (&response_key, &tail.state.latest_key) {
                 (Some(k), Some(l)) if k == l => Some(tail.state.latest),
@@ -347,6 +450,7 @@ impl Session {
             Role::User => "user",
             Role::Assistant => "assistant",
         });
+        tail.state.track_stream(&d.env, seq);
         let state =
             serde_json::to_string(&tail.state).map_err(|e| Error::StoreIo(e.to_string()))?;
         conn.prepare_cached(
@@ -376,12 +480,19 @@ impl Session {
             enc.message,
         ])?;
         blob::put(conn, id, &enc.blobs)?;
+        if let Some(f) = facts.filter(|f| !f.calls.is_empty() || !f.results.is_empty()) {
+            let denied = d.env.get("toolUseResult").and_then(Value::as_str)
+                == Some("User rejected tool use");
+            journal::on_message(conn, this.num, seq, f, denied, now.ms)?;
+        }
         tail.next_seq = seq + 1;
         tail.last_uuid = Some(uuid);
         tail.last_written_ms = Some(now.ms);
         Ok(d.env)
     }
+}
 
+impl Session {
     /// The stored envelope of record `seq` if every field the caller gave in `d` is stored with
     /// that value (`seq` aside: it is always the position).
     fn stored_if_same(
@@ -525,10 +636,14 @@ impl Session {
         let run = || -> Result<()> {
             self.shared.writable()?;
             let conn = self.conn()?;
-            conn.execute(
+            let tx = Txn::immediate(&conn)?;
+            let heartbeat = self.shared.claim(&tx, self.num, &self.id)?;
+            tx.execute(
                 "UPDATE sessions SET status = ?1, updated_ms = ?2 WHERE num = ?3",
                 params![status.as_str(), clock::now_ms(), self.num],
             )?;
+            tx.commit()?;
+            self.shared.claimed(self.num, heartbeat);
             Ok(())
         };
         run().map_err(|e| e.during("setStatus"))
@@ -536,14 +651,16 @@ impl Session {
 
     /// Closes this handle; the store stays open.
     pub fn close(&self) {
-        self.closed.store(true, Ordering::Release);
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.shared.release(self.num);
+        }
     }
 }
 
 /// The time of one write: every record of a batch gets the same.
-struct Now {
-    iso: String,
-    ms: i64,
+pub(crate) struct Now {
+    pub iso: String,
+    pub ms: i64,
 }
 
 impl Now {

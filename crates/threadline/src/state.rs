@@ -38,6 +38,42 @@ pub struct State {
     /// contextTokens set by restoreTokenState, until the next usage
     #[serde(rename = "cb", default, skip_serializing_if = "Option::is_none")]
     pub context_base: Option<u64>,
+    /// a response being streamed: its partial output is in `stream` records from `seq` on
+    #[serde(rename = "os", default, skip_serializing_if = "Option::is_none")]
+    pub open_stream: Option<OpenStream>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenStream {
+    #[serde(rename = "i")]
+    pub id: String,
+    #[serde(rename = "s")]
+    pub seq: u64,
+}
+
+impl State {
+    /// Follows streamed responses: a `stream` record opens one (if it is not open already), a
+    /// record naming it in `streamId` (its final message, its error, its repair) closes it.
+    pub fn track_stream(&mut self, env: &serde_json::Map<String, serde_json::Value>, seq: u64) {
+        let ty = env.get("type").and_then(|t| t.as_str());
+        let part_of = env
+            .get("stream")
+            .and_then(|s| s.get("id"))
+            .and_then(|i| i.as_str());
+        if let (Some("stream"), Some(id)) = (ty, part_of) {
+            if self.open_stream.as_ref().map(|o| o.id.as_str()) != Some(id) {
+                self.open_stream = Some(OpenStream {
+                    id: id.to_string(),
+                    seq,
+                });
+            }
+            return;
+        }
+        let ends = env.get("streamId").and_then(|i| i.as_str());
+        if ends.is_some() && self.open_stream.as_ref().map(|o| o.id.as_str()) == ends {
+            self.open_stream = None;
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -299,6 +335,7 @@ mod tests {
             tool_result_ids: results.iter().map(|s| s.to_string()).collect(),
             usage,
             id: None,
+            ..Default::default()
         }
     }
 

@@ -1,5 +1,6 @@
 //! A store: one SQLite file (WAL) holding any number of sessions.
 
+use std::collections::HashMap;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::options::{
     Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
 };
+use crate::owner;
 use crate::schema;
 use crate::session::Session;
 
@@ -22,6 +24,8 @@ pub(crate) struct Shared {
     checkpointer: Option<Checkpointer>,
     pub path: String,
     pub options: StoreOptions,
+    /// sessions this process holds through this store, with the time of its last heartbeat
+    owned: Mutex<HashMap<i64, i64>>,
 }
 
 impl Shared {
@@ -32,6 +36,39 @@ impl Shared {
             return Err(Error::Closed("the store is closed".into()));
         }
         Ok(guard)
+    }
+
+    /// Before a write, inside its transaction: holds the session for this process (SESSION_LOCKED
+    /// if another live process does), refreshing the heartbeat at most every HEARTBEAT_MS.
+    /// Returns the heartbeat to remember once the transaction commits.
+    pub fn claim(&self, conn: &Connection, num: i64, id: &str) -> Result<Option<i64>> {
+        let now = clock::now_ms();
+        let last = self.owned().get(&num).copied();
+        if last.is_some_and(|t| now - t < owner::HEARTBEAT_MS) {
+            return Ok(None);
+        }
+        owner::claim(conn, num, id, now).map(Some)
+    }
+
+    pub fn claimed(&self, num: i64, heartbeat: Option<i64>) {
+        if let Some(t) = heartbeat {
+            self.owned().insert(num, t);
+        }
+    }
+
+    /// Lets go of a session this process holds (its handle was closed).
+    pub fn release(&self, num: i64) {
+        if self.owned().remove(&num).is_none() {
+            return;
+        }
+        if let Ok(conn) = self.lock() {
+            // Best effort: an owner that is gone is detected anyway.
+            let _ = owner::release(&conn, num);
+        }
+    }
+
+    fn owned(&self) -> MutexGuard<'_, HashMap<i64, i64>> {
+        self.owned.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Called after every commit, with the connection still locked.
@@ -103,6 +140,7 @@ impl Store {
             checkpointer,
             path,
             options,
+            owned: Mutex::new(HashMap::new()),
         };
         Ok(Store {
             shared: Arc::new(shared),
@@ -112,6 +150,10 @@ impl Store {
     /// An in-memory store, for sessions made without one.
     pub fn memory() -> Result<Store> {
         Store::open(Some(":memory:"), StoreOptions::default())
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     pub fn path(&self) -> &str {
@@ -215,6 +257,21 @@ impl Store {
         run().map_err(|e| e.during("listSessions"))
     }
 
+    /// Sessions left `active` by a process that is gone (killed, crashed, or exited without
+    /// closing them), most recently updated first.
+    pub fn interrupted_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let run = || -> Result<Vec<SessionInfo>> {
+            let conn = self.shared.lock()?;
+            let mut out = Vec::new();
+            for num in owner::interrupted(&conn, clock::now_ms())? {
+                out.push(crate::session::read_info(&conn, num)?);
+            }
+            out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.id.cmp(&a.0.id)));
+            Ok(out.into_iter().map(|(i, _)| i).collect())
+        };
+        run().map_err(|e| e.during("interruptedSessions"))
+    }
+
     /// Deletes a session, its records, and the blobs no other record uses.
     pub fn delete_session(&self, id: &str) -> Result<()> {
         let run = || -> Result<()> {
@@ -227,6 +284,7 @@ impl Store {
             let Some(num) = num else {
                 return Err(Error::NotFound(format!("no session '{id}'")));
             };
+            owner::check_free(&tx, num, id, clock::now_ms())?;
             let (lo, hi) = schema::range(num);
             tx.execute("DELETE FROM records WHERE id BETWEEN ?1 AND ?2", [lo, hi])?;
             tx.execute(
@@ -234,6 +292,7 @@ impl Store {
                 [lo, hi],
             )?;
             tx.execute("DELETE FROM sessions WHERE num = ?1", [num])?;
+            crate::journal::delete_session(&tx, num)?;
             crate::blob::collect_garbage(&tx)?;
             tx.commit()?;
             Ok(())
@@ -249,6 +308,9 @@ impl Store {
         }
         if let Some(c) = &self.shared.checkpointer {
             c.stop();
+        }
+        for num in std::mem::take(&mut *self.shared.owned()).into_keys() {
+            let _ = owner::release(&guard, num);
         }
         // An inert in-memory connection takes the file's place, so the file is really closed now.
         let inert = Connection::open_in_memory().map_err(|e| Error::from(e).during("close"))?;

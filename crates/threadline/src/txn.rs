@@ -19,6 +19,12 @@ impl<'c> Txn<'c> {
         Ok(Txn { conn, done: false })
     }
 
+    /// A read transaction: one consistent view of the store until it is dropped.
+    pub fn deferred(conn: &'c Connection) -> Result<Txn<'c>> {
+        conn.prepare_cached("BEGIN")?.execute([])?;
+        Ok(Txn { conn, done: false })
+    }
+
     pub fn commit(mut self) -> Result<()> {
         self.conn.prepare_cached("COMMIT")?.execute([])?;
         self.done = true;

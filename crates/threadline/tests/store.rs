@@ -83,11 +83,13 @@ fn long_strings_are_stored_once() {
         let store = open(&path);
         let s = store.create_session(SessionOptions::default()).unwrap();
         for i in 0..3 {
+            let call = json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "Bash", "input": {}}]});
+            s.append(call, None).unwrap();
             let m = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": big}]});
             s.append(m, None).unwrap();
         }
         let back = s.messages().unwrap();
-        assert_eq!(back[2]["content"][0]["content"], Value::String(big.clone()));
+        assert_eq!(back[5]["content"][0]["content"], Value::String(big.clone()));
         store.close().unwrap();
     }
     let db = rusqlite::Connection::open(&path).unwrap();
