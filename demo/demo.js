@@ -8,11 +8,15 @@
 // 1. An agent process plays a coding session (prompt, assistant responses with thinking,
 //    signatures and tool calls, tool results with stdout/stderr, usage per response). After each
 //    append returns (= committed) it reports the record's seq, uuid and content hash to this
-//    process on a pipe. Half-way through streaming a response, it SIGKILLs itself.
+//    process on a pipe. Tool calls go through the journal (toolCallStarted right before the
+//    tool runs, recordToolOutcome when it is done). Half-way through running two parallel tool
+//    calls, it SIGKILLs itself: one finished (recorded), one running (started, no outcome).
 // 2. This process opens the store again, checks that every acknowledged record is there,
-//    byte for byte, and resumes the session from what the store holds.
-// 3. It prints the typed transcript, the turns and the token tracker, and exits 0, or 1 if
-//    anything acknowledged was lost.
+//    byte for byte, finds the session in interruptedSessions(), shows pendingRepairs(), and
+//    recover()s it: the finished call's result is backfilled from the journal, the running one
+//    (a read-only grep, safe to re-run) is replayed once. The history passes validateMessages.
+// 3. It resumes the session, prints the typed transcript, the turns and the token tracker, and
+//    exits 0, or 1 if anything acknowledged was lost or the repaired history is invalid.
 
 const { spawn } = require('node:child_process')
 const crypto = require('node:crypto')
@@ -20,7 +24,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 
-const { Store, defaultStorePath } = require('..')
+const { Store, defaultStorePath, validateMessages } = require('..')
 const { MODEL, steps, crashAt } = require('./script')
 const { c, write, line, pause, stream, preview, num, role, lines } = require('./print')
 
@@ -103,14 +107,20 @@ function agent(dbPath) {
   ack(started)
 
   steps.forEach((step, i) => {
-    if (i === crashAt.step && step.kind === 'response') {
-      // Streaming this response when the process dies: it is never appended, never acknowledged.
-      const first = step.message.content[0]
-      write(`  ${role('assistant')}  `)
-      stream(first?.type === 'text' ? first.text.slice(0, crashAt.afterChars) : '...')
-      line(c.yellow('▌'))
-      pause(400)
-      process.kill(process.pid, 'SIGKILL')
+    if (step.kind === 'tools') {
+      // Each tool call is marked started right before it runs (its side effect), and its outcome
+      // recorded in the journal as soon as it is known.
+      step.results.forEach(({ block, run }, t) => {
+        session.toolCallStarted(block.tool_use_id)
+        if (i === crashAt.step && t === crashAt.tool) {
+          write(`  ${c.blue('tool     ')}  ${pad(`running ${block.tool_use_id} ...`, WIDTH)}`)
+          line(c.yellow('▌'))
+          pause(300)
+          process.kill(process.pid, 'SIGKILL') // mid-tool: started, no outcome
+        }
+        session.recordToolOutcome(block.tool_use_id, { content: String(block.content ?? ''), ...(block.is_error ? { is_error: true } : {}), toolUseResult: run })
+        if (i === crashAt.step) line(`  ${c.blue('tool     ')}  ${pad(`${block.tool_use_id} done, outcome recorded in the journal`, WIDTH)}${c.dim('  ✓')}`)
+      })
     }
     ack(play(session, step))
   })
@@ -177,10 +187,11 @@ function printTranscript(session) {
           parts.push('tool_use')
           const r = results.get(b.id)
           const run = r?.run
-          const n = lines(run?.stdout ?? '')
+          const out = run?.stdout ?? (typeof r?.block.content === 'string' ? r.block.content : '')
+          const n = lines(out)
           const outcome = !r ? c.yellow('no result yet')
             : r.block.is_error ? `${c.red('✗')} exit ${run?.exitCode}, stderr ${c.dim(`"${preview(run?.stderr ?? '', 24)}"`)}`
-              : `${c.green('✓')} ${n} line${n === 1 ? '' : 's'} ${c.dim(`"${preview(run?.stdout ?? '', 30)}"`)}`
+              : `${c.green('✓')} ${n} line${n === 1 ? '' : 's'} ${c.dim(`"${preview(out, 30)}"`)}`
           calls.push(`        ${c.yellow('↳')} ${b.name} ${c.dim(preview(JSON.stringify(b.input), 40))} ${c.yellow('→')} ${outcome}`)
           break
         }
@@ -211,6 +222,36 @@ function printTurnsAndTokens(session) {
   line(`  session total    in ${num(tt.cumulativeInputTokens)} · out ${num(tt.cumulativeOutputTokens)} · cache read ${num(tt.cumulativeCacheReadTokens)} · cache write ${num(tt.cumulativeCacheCreationTokens)}`)
 }
 
+/**
+ * Shows the plan, recovers, and checks the repaired history the way the provider would.
+ * @param {Session} session
+ */
+async function recoverSession(session) {
+  line(c.bold('Recovery') + c.dim('  pendingRepairs(), then recover()'))
+  for (const r of session.pendingRepairs()) line(`  plan  ${c.yellow(r.kind.padEnd(15))} ${r.toolUseId ?? ''} ${c.dim(r.reason)}`)
+  const script = new Map(steps.flatMap((s) => (s.kind === 'tools' ? s.results.map((r) => [r.block.tool_use_id, r]) : [])))
+  const report = await session.recover({
+    // grep only reads: safe to run again. Anything else would be marked "outcome unknown".
+    isSafe: (call) => call.name === 'bash' && String(/** @type {{ command?: string }} */ (call.input).command).startsWith('grep '),
+    replay: async (call) => {
+      line(`  ${c.blue('replay')} ${call.id} ${c.dim(JSON.stringify(call.input))}`)
+      const again = script.get(call.id)
+      return { content: again ? String(again.block.content) : '', toolUseResult: again?.run }
+    },
+  })
+  for (const r of report.repairs) line(`  ${c.green('done')}  ${c.yellow(r.kind.padEnd(15))} ${r.toolUseId ?? ''} ${c.dim(`record ${r.recordUuid ?? '-'}`)}`)
+  const problems = validateMessages(session.messages)
+  if (problems.length > 0) {
+    line(c.red(`  ✗ the repaired history is invalid: ${JSON.stringify(problems)}`))
+    return false
+  }
+  const again = await session.recover()
+  line(`  ${c.green('✓')} ${report.recordsWritten} repair record written; validateMessages(session.messages) finds no problem; ` +
+    `recover() again: ${again.clean ? 'nothing to do' : c.red('changed something')}`)
+  line()
+  return again.clean
+}
+
 async function main() {
   const home = process.env.THREADLINE_HOME
   const tmp = home ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'threadline-demo-'))
@@ -232,7 +273,7 @@ async function main() {
       line(c.red(`✗ the agent process ended with code ${run.code}, signal ${run.signal}; expected it to kill itself`))
       return 2
     }
-    line(`  ${c.red('✗ SIGKILL')}  the agent process killed itself mid-stream, after ${run.acks.length} acknowledged appends`)
+    line(`  ${c.red('✗ SIGKILL')}  the agent process killed itself mid-tool, after ${run.acks.length} acknowledged appends`)
     line()
 
     // 2. Resume in this process: is everything acknowledged there, exactly?
@@ -248,7 +289,12 @@ async function main() {
     }
     line(`  ${c.green('✓')} all ${run.acks.length} acknowledged records are there, byte for byte ${c.dim(`(${stored.length} records in the log)`)}`)
     const last = session.turns.at(-1)
-    line(`  turn #${last?.index} is ${c.yellow(String(last?.status))}: the response cut off mid-stream was never acknowledged; ask again`)
+    line(`  turn #${last?.index} is ${c.yellow(String(last?.status))}: the calls of its latest response have no tool_result`)
+    const interrupted = store.interruptedSessions().map((i) => i.id)
+    line(`  ${interrupted.includes(sessionId) ? c.green('✓') : c.red('✗')} store.interruptedSessions() lists it: left active by a process that is gone`)
+    if (!interrupted.includes(sessionId)) return 1
+    line()
+    if (!(await recoverSession(session))) return 1
     for (const step of steps.slice(session.messages.length)) play(session, step)
     session.setStatus('completed')
     line()

@@ -91,7 +91,6 @@ const steps = [
     toolUse('toolu_04Edit', 'edit_file', { path: 'src/date.js', old: 'd.getUTCDate() + 1', new: 'd.getUTCDate()' }),
   ], 'tool_use', [520, 0, 14690, 118]),
   tools(['toolu_04Edit', 'Applied 1 edit to src/date.js', { stdout: 'Applied 1 edit to src/date.js', stderr: '', exitCode: 0 }]),
-  // The agent process dies while this response is streaming in (see `crashAt` below).
   response([
     text('The edit is in. Let me re-run the tests to confirm.'),
     toolUse('toolu_05Run', 'bash', { command: 'npm test' }),
@@ -110,6 +109,8 @@ const steps = [
 module.exports = {
   MODEL,
   steps,
-  // The agent process kills itself half-way through streaming step 7's response.
-  crashAt: { step: 7, afterChars: 30 },
+  // The agent process kills itself while running the second tool of step 4 (the grep): the
+  // read_file before it finished and was recorded in the journal, its tool_result message never
+  // appended.
+  crashAt: { step: 4, tool: 1 },
 }

@@ -83,9 +83,9 @@ impl Checkpointer {
     /// Called after each commit; true when the writer should now run a checkpoint itself.
     pub fn committed(&self) -> bool {
         let n = self.commits.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        if n % COMMITS_PER_RESTART == 0 {
+        if n.is_multiple_of(COMMITS_PER_RESTART) {
             self.restart_tries.store(RESTART_TRIES, Ordering::Relaxed);
-        } else if n % COMMITS_PER_CHECKPOINT == 0 {
+        } else if n.is_multiple_of(COMMITS_PER_CHECKPOINT) {
             if let Some(tx) = self
                 .nudge
                 .lock()

@@ -101,6 +101,11 @@ impl From<rusqlite::Error> for Error {
             Some(C::DatabaseBusy | C::DatabaseLocked) => Error::StoreBusy(format!(
                 "the store stayed locked past busyTimeoutMs ({msg})"
             )),
+            Some(C::ReadOnly) => Error::StoreIo(format!(
+                "{msg}: the store's file is read-only (a read-only file system or permissions); \
+                 once it is writable, open the store again"
+            )),
+            Some(C::DiskFull) => Error::StoreIo(format!("{msg}: free some space and retry")),
             Some(C::NotADatabase | C::DatabaseCorrupt) => {
                 Error::StoreCorrupt(format!("not a Threadline store or damaged ({msg})"))
             }

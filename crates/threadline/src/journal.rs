@@ -147,12 +147,15 @@ pub fn answers_a_call(
 /// Folds a stored message into the journal: its calls are requested (a server or MCP call
 /// answered in the same message is settled at once), its results settle their calls.
 /// `denied_by_envelope`: the envelope says the user refused (Claude Code's `toolUseResult`).
+/// A repair record (`is_repair`) places results without changing what is known of a call: a
+/// call that never ran stays `requested`, one with an unknown outcome stays `started`.
 pub fn on_message(
     conn: &Connection,
     session: i64,
     seq: u64,
     facts: &MessageFacts,
     denied_by_envelope: bool,
+    is_repair: bool,
     now_ms: i64,
 ) -> Result<()> {
     for (ord, call) in facts.calls.iter().enumerate() {
@@ -165,7 +168,7 @@ pub fn on_message(
         }
         conn.prepare_cached(
             // An outcome recorded first (e.g. denied) keeps its state; the message only places it.
-            "UPDATE tool_calls SET state = CASE WHEN outcome IS NULL THEN ?1 ELSE state END,
+            "UPDATE tool_calls SET state = CASE WHEN outcome IS NULL AND ?6 = 0 THEN ?1 ELSE state END,
                result_seq = ?2, ended_ms = coalesce(ended_ms, ?3)
              WHERE session = ?4 AND id = ?5 AND result_seq IS NULL",
         )?
@@ -174,7 +177,8 @@ pub fn on_message(
             seq as i64,
             now_ms,
             session,
-            r.tool_use_id
+            r.tool_use_id,
+            is_repair
         ])?;
     }
     Ok(())

@@ -163,3 +163,48 @@ pub fn range(session_num: i64) -> (i64, i64) {
     let lo = session_num << SEQ_BITS;
     (lo, lo + (1 << SEQ_BITS) - 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_store_is_migrated_and_keeps_its_records() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;"
+        ))
+        .unwrap();
+        conn.execute(
+            "INSERT INTO sessions(id, status, created_ms, updated_ms) VALUES ('s', 'active', 1, 1)",
+            [],
+        )
+        .unwrap();
+        prepare(&conn, false).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, VERSION);
+        let kept: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sessions WHERE id = 's' AND owner_pid IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(kept, 1);
+        let calls: i64 = conn
+            .query_row("SELECT count(*) FROM tool_calls", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(calls, 0);
+        // A version 1 store opened readonly cannot be migrated: it says so.
+        let old = Connection::open_in_memory().unwrap();
+        old.execute_batch(MIGRATIONS[0]).unwrap();
+        old.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;"
+        ))
+        .unwrap();
+        assert_eq!(prepare(&old, true).unwrap_err().code(), "STORE_IO");
+    }
+}

@@ -483,7 +483,8 @@ impl Writer<'_> {
         if let Some(f) = facts.filter(|f| !f.calls.is_empty() || !f.results.is_empty()) {
             let denied = d.env.get("toolUseResult").and_then(Value::as_str)
                 == Some("User rejected tool use");
-            journal::on_message(conn, this.num, seq, f, denied, now.ms)?;
+            let repair = d.env.contains_key("repair");
+            journal::on_message(conn, this.num, seq, f, denied, repair, now.ms)?;
         }
         tail.next_seq = seq + 1;
         tail.last_uuid = Some(uuid);
