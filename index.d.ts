@@ -1095,6 +1095,89 @@ export declare class Session {
    * status and prompt identity, sealed with a SHA-256. `store.importSnapshot` brings it back.
    */
   snapshot(): string
+
+  // ----- context -----
+
+  /**
+   * The next request for a provider, from the latest compaction on: its summary first, then the
+   * kept records; events, `includeInContext: false` records, orphan results and thinking without
+   * a signature left out; a response split over several records merged into one message. Cut to
+   * `maxTokens` / `maxMessages` by whole turns, oldest first (a tool call never apart from its
+   * result, the latest prompt always kept: `stats.fits` is false when even that is over budget).
+   * Tool results longer than `toolResultPreviewChars` go in as a preview and a line naming
+   * `read_tool_output(tool_use_id)`. The output always passes `validateMessages`.
+   *
+   * @throws `INVALID_INPUT` for bad options (with the path); `CLOSED`.
+   */
+  buildContext(options: ContextOptions): BuiltContext
+
+  /** The full output of a tool call (what a preview stands for). `NOT_FOUND` if there is none. */
+  readToolOutput(toolUseId: string): string | ContentBlock[]
+
+  /**
+   * What to summarise so that the rest fits `targetTokens`: whole turns from the oldest, the
+   * last `keepTurns` (default 2) always kept. Returns the records and a plain-text rendering to
+   * hand to a summarising model. Writes nothing.
+   */
+  compactionPlan(options: { targetTokens: number; keepTurns?: number }): CompactionPlan
+
+  /**
+   * Appends a compaction record (summary, first kept record, tokens before and after, trigger)
+   * in one transaction. From then on the context starts there and the token tracker is re-based
+   * on it; the history stays. Without `firstKeptUuid`, keeps the last `keepTurns` (default 2).
+   */
+  compact(options: { summary: string; firstKeptUuid?: string; keepTurns?: number; trigger?: 'auto' | 'manual' }): Envelope
+}
+
+export interface ContextOptions {
+  target: 'anthropic' | 'openai-chat' | 'openai-responses'
+  maxTokens?: number
+  maxMessages?: number
+  /** never stored; placed as the target wants */
+  system?: string | TextBlock[]
+  toolResultPreviewChars?: number
+  /**
+   * `'same-model'` (default): thinking goes back only to the provider and `model` that wrote it;
+   * `'keep'`: every signed thinking block; `'drop'`: none. Unsigned thinking never goes back.
+   */
+  reasoning?: 'keep' | 'drop' | 'same-model'
+  /** the model the request is for (for `'same-model'`) */
+  model?: string
+}
+
+export interface ContextStats {
+  startSeq: number
+  compacted: boolean
+  messages: number
+  keptRecords: number
+  droppedRecords: number
+  dropped: Array<{ fromSeq: number; toSeq: number; messages: number }>
+  keptTurns: number
+  droppedTurns: number
+  estimatedTokens: number
+  fits: boolean
+  tokensPerChar: number
+  calibrated: boolean
+  previewed: Array<{ toolUseId: string; chars: number; shownChars: number }>
+  droppedThinking: number
+  unpaired: Array<{ type: string; id: string }>
+}
+
+export interface BuiltContext {
+  system?: string | TextBlock[]
+  messages: Message[]
+  stats: ContextStats
+}
+
+export interface CompactionPlan {
+  records: Array<{ uuid: string; seq: number; message: Message }>
+  text: string
+  firstKeptUuid: string | null
+  tokensBefore: number
+  tokensToSummarise: number
+  tokensKept: number
+  turnsSummarised: number
+  turnsKept: number
 }
 
 /** Lifecycle of a tool call in the journal. */

@@ -356,6 +356,33 @@ class Session {
     return run(this, 'snapshot', () => this[kNative].snapshot())
   }
 
+  // --- context ---
+
+  buildContext(options) {
+    const o = object(options, 'buildContext: options')
+    if (!o) throw fail('INVALID_INPUT', 'buildContext: options: required ({ target })')
+    const text = toJson(o, 'buildContext: options')
+    return JSON.parse(run(this, 'buildContext', () => this[kNative].buildContext(text)))
+  }
+
+  readToolOutput(toolUseId) {
+    const id = idArg(toolUseId, 'readToolOutput', 'toolUseId')
+    return JSON.parse(run(this, 'readToolOutput', () => this[kNative].readToolOutput(id)))
+  }
+
+  compactionPlan(options) {
+    const o = object(options, 'compactionPlan: options')
+    if (!o) throw fail('INVALID_INPUT', 'compactionPlan: options: required ({ targetTokens })')
+    return JSON.parse(this[kNative].compactionPlan(toJson(o, 'compactionPlan: options')))
+  }
+
+  compact(options) {
+    const o = object(options, 'compact: options')
+    if (!o) throw fail('INVALID_INPUT', 'compact: options: required ({ summary })')
+    const text = toJson(o, 'compact: options')
+    return JSON.parse(run(this, 'compact', () => this[kNative].compact(text)))
+  }
+
   close() {
     this[kNative].close()
   }

@@ -2,6 +2,7 @@
 //! as JSON text (parsed by the JS facade in index.js); bulk reads cross as one-byte strings.
 #![deny(clippy::all)]
 
+mod context;
 mod error;
 mod recovery;
 mod session;

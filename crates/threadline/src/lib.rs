@@ -26,6 +26,8 @@
 mod blob;
 mod checkpoint;
 mod clock;
+mod compaction;
+mod context;
 mod encode;
 mod envelope;
 mod error;
@@ -47,6 +49,8 @@ mod txn;
 mod usage;
 mod validate;
 
+pub use compaction::{CompactOptions, CompactionPlan};
+pub use context::{Context, ContextOptions, ContextStats, Reasoning, Target};
 pub use envelope::Draft;
 pub use error::{Error, Result};
 pub use journal::CallState;

@@ -41,6 +41,15 @@ pub struct Session {
     closed: AtomicBool,
 }
 
+/// A message of the view, with where it is in the log.
+#[derive(Debug, Clone)]
+pub(crate) struct ViewRecord {
+    pub seq: u64,
+    pub uuid: String,
+    pub provider: Option<String>,
+    pub message: Value,
+}
+
 /// A page of a bulk read: a JSON array (ASCII text) and where the next page starts, if anywhere.
 #[derive(Debug, Clone)]
 pub struct Page {
@@ -289,6 +298,55 @@ impl Session {
         Ok(out)
     }
 
+    /// The messages from record `from_seq` on, each with its position and the envelope fields
+    /// context building needs, blobs expanded.
+    pub(crate) fn view_from(conn: &Connection, num: i64, from_seq: u64) -> Result<Vec<ViewRecord>> {
+        let (lo, hi) = schema::range(num);
+        let start = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, uuid, provider, has_blobs, message FROM records
+             WHERE id BETWEEN ?1 AND ?2 AND msg_index IS NOT NULL ORDER BY id",
+        )?;
+        let mut rows = stmt.query([start, hi])?;
+        let mut expander = Expander::new(conn);
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        while let Some(row) = rows.next()? {
+            let has_blobs: bool = row.get(3)?;
+            let bytes = row
+                .get_ref(4)?
+                .as_blob()
+                .map_err(|e| Error::StoreCorrupt(e.to_string()))?;
+            buf.clear();
+            if has_blobs {
+                expander.expand_into(&mut buf, bytes)?;
+            } else {
+                buf.extend_from_slice(bytes);
+            }
+            let message = serde_json::from_slice(&buf)
+                .map_err(|e| Error::StoreCorrupt(format!("a stored message is damaged: {e}")))?;
+            out.push(ViewRecord {
+                seq: (row.get::<_, i64>(0)? - lo) as u64,
+                uuid: row.get(1)?,
+                provider: row.get(2)?,
+                message,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The seq of the record with `uuid` in this session.
+    pub(crate) fn seq_of(conn: &Connection, num: i64, uuid: &str) -> Result<Option<u64>> {
+        let (lo, hi) = schema::range(num);
+        let id: Option<i64> = conn
+            .prepare_cached(
+                "SELECT id FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1",
+            )?
+            .query_row(params![uuid, lo, hi], |r| r.get(0))
+            .optional()?;
+        Ok(id.map(|i| (i - lo) as u64))
+    }
+
     /// One record's envelope.
     pub(crate) fn record(
         conn: &Connection,
@@ -451,6 +509,9 @@ impl Writer<'_> {
             Role::Assistant => "assistant",
         });
         tail.state.track_stream(&d.env, seq);
+        if let Some(point) = crate::compaction::point_of(conn, this.num, &d.env, seq)? {
+            tail.state.compacted(point);
+        }
         let state =
             serde_json::to_string(&tail.state).map_err(|e| Error::StoreIo(e.to_string()))?;
         conn.prepare_cached(

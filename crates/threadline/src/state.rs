@@ -41,6 +41,22 @@ pub struct State {
     /// a response being streamed: its partial output is in `stream` records from `seq` on
     #[serde(rename = "os", default, skip_serializing_if = "Option::is_none")]
     pub open_stream: Option<OpenStream>,
+    /// the latest successful compaction: context starts there
+    #[serde(rename = "cp", default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionPoint>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactionPoint {
+    /// the compaction record
+    #[serde(rename = "s")]
+    pub seq: u64,
+    /// the first record kept after it (messages from here on, after the summary)
+    #[serde(rename = "k")]
+    pub kept: u64,
+    /// tokens of the context right after it, when known
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -52,6 +68,15 @@ pub struct OpenStream {
 }
 
 impl State {
+    /// A compaction moves the start of the context and re-bases the token tracker on it.
+    pub fn compacted(&mut self, point: CompactionPoint) {
+        if let Some(t) = point.tokens_after {
+            self.context_base = Some(t);
+            self.bytes_since_usage = 0;
+        }
+        self.compaction = Some(point);
+    }
+
     /// Follows streamed responses: a `stream` record opens one (if it is not open already), a
     /// record naming it in `streamId` (its final message, its error, its repair) closes it.
     pub fn track_stream(&mut self, env: &serde_json::Map<String, serde_json::Value>, seq: u64) {

@@ -1,0 +1,276 @@
+//! Building requests (Anthropic target) and compaction, on the real Claude Code sessions.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+use threadline::{
+    validate_messages, CompactOptions, ContextOptions, Reasoning, Session, SessionOptions, Target,
+};
+
+fn fixture(name: &str) -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/claude-code")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| Value::String(l.to_string()))
+        .collect()
+}
+
+fn restored(name: &str) -> Session {
+    let s = Session::in_memory(SessionOptions::default()).unwrap();
+    s.restore_messages(fixture(name)).unwrap();
+    s
+}
+
+fn options() -> ContextOptions {
+    ContextOptions {
+        target: Target::Anthropic,
+        max_tokens: None,
+        max_messages: None,
+        system: None,
+        tool_result_preview_chars: None,
+        reasoning: Reasoning::Keep,
+        model: None,
+    }
+}
+
+fn text_of(m: &Value) -> String {
+    m["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect()
+}
+
+#[test]
+fn every_budget_cut_of_a_real_session_is_a_valid_request_that_keeps_the_latest_prompt() {
+    for name in ["tool_heavy.jsonl", "short.jsonl", "compacted-session.jsonl"] {
+        let s = restored(name);
+        let full = s.build_context(&options()).unwrap();
+        assert!(
+            validate_messages(&full.messages).is_empty(),
+            "{name}: {:?}",
+            validate_messages(&full.messages)
+        );
+        assert!(full.stats.fits);
+        let last = full
+            .messages
+            .iter()
+            .rposition(|m| {
+                m["role"] == "user"
+                    && m["content"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|b| b["type"] != "tool_result")
+            })
+            .unwrap();
+        let prompt_blocks = |m: &Value| -> Vec<Value> {
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["type"] != "tool_result")
+                .cloned()
+                .collect()
+        };
+        let latest_prompt = prompt_blocks(&full.messages[last]);
+        let total = full.stats.estimated_tokens;
+        for step in 1..=20 {
+            let o = ContextOptions {
+                max_tokens: Some(total * step / 20),
+                ..options()
+            };
+            let c = s.build_context(&o).unwrap();
+            assert!(
+                validate_messages(&c.messages).is_empty(),
+                "{name} at {}: {:?}",
+                total * step / 20,
+                validate_messages(&c.messages)
+            );
+            assert!(
+                c.messages
+                    .iter()
+                    .any(|m| m["role"] == "user" && prompt_blocks(m) == latest_prompt),
+                "{name}: the latest prompt is always kept"
+            );
+            assert!(c.stats.fits == (c.stats.estimated_tokens <= total * step / 20));
+            assert_eq!(
+                c.stats.kept_records + c.stats.dropped_records,
+                full.stats.kept_records
+            );
+        }
+        for max in 1..6 {
+            let c = s
+                .build_context(&ContextOptions {
+                    max_messages: Some(max),
+                    ..options()
+                })
+                .unwrap();
+            assert!(validate_messages(&c.messages).is_empty());
+        }
+    }
+}
+
+#[test]
+fn the_compacted_claude_code_session_is_built_from_its_compaction_point() {
+    let s = restored("compacted-session.jsonl");
+    let c = s.build_context(&options()).unwrap();
+    assert!(c.stats.compacted);
+    assert!(
+        c.stats.start_seq > 700,
+        "starts after the compact_boundary, at {}",
+        c.stats.start_seq
+    );
+    assert!(text_of(&c.messages[0])
+        .starts_with("This session is being continued from a previous conversation"));
+    assert!(s.messages().unwrap().len() > c.messages.len());
+}
+
+#[test]
+fn long_tool_results_are_previewed_and_read_in_full() {
+    let s = Session::in_memory(SessionOptions::default()).unwrap();
+    let big = "line of output\n".repeat(2000);
+    s.append(json!("show the log"), None).unwrap();
+    s.append(json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}), None).unwrap();
+    s.append(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": big}]}), None).unwrap();
+    let c = s
+        .build_context(&ContextOptions {
+            tool_result_preview_chars: Some(100),
+            ..options()
+        })
+        .unwrap();
+    let shown = c.messages[2]["content"][0]["content"].as_str().unwrap();
+    assert!(shown.starts_with(&big[..100]));
+    assert!(shown.contains("read_tool_output(tool_use_id: \"t1\")"));
+    assert_eq!(c.stats.previewed[0].chars, big.len());
+    assert_eq!(s.read_tool_output("t1").unwrap(), json!(big));
+    assert_eq!(s.read_tool_output("nope").unwrap_err().code(), "NOT_FOUND");
+    assert_eq!(
+        s.messages().unwrap()[2]["content"][0]["content"],
+        json!(big),
+        "the stored output is untouched"
+    );
+}
+
+#[test]
+fn thinking_goes_back_only_where_it_may() {
+    let s = Session::in_memory(SessionOptions::default()).unwrap();
+    s.append(json!("q1"), None).unwrap();
+    s.append(
+        json!({"role": "assistant", "model": "claude-a", "content": [
+        {"type": "thinking", "thinking": "signed", "signature": "sig"},
+        {"type": "thinking", "thinking": "half"},
+        {"type": "text", "text": "a1"}]}),
+        Some(
+            json!({"provider": "anthropic"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
+    )
+    .unwrap();
+    s.append(json!("q2"), None).unwrap();
+    let kinds = |c: &threadline::Context| -> Vec<String> {
+        c.messages[1]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["type"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let keep = s.build_context(&options()).unwrap();
+    assert_eq!(
+        kinds(&keep),
+        ["thinking", "text"],
+        "unsigned thinking never goes back"
+    );
+    let drop = s
+        .build_context(&ContextOptions {
+            reasoning: Reasoning::Drop,
+            ..options()
+        })
+        .unwrap();
+    assert_eq!(kinds(&drop), ["text"]);
+    let same = s
+        .build_context(&ContextOptions {
+            reasoning: Reasoning::SameModel,
+            model: Some("claude-a".into()),
+            ..options()
+        })
+        .unwrap();
+    assert_eq!(kinds(&same), ["thinking", "text"]);
+    let other = s
+        .build_context(&ContextOptions {
+            reasoning: Reasoning::SameModel,
+            model: Some("claude-b".into()),
+            ..options()
+        })
+        .unwrap();
+    assert_eq!(kinds(&other), ["text"]);
+    assert_eq!(other.stats.dropped_thinking, 2);
+}
+
+#[test]
+fn compaction_summarises_whole_turns_and_moves_the_start_only_when_committed() {
+    let s = restored("tool_heavy.jsonl");
+    let before = s.build_context(&options()).unwrap();
+    let plan = s.compaction_plan(0, Some(1)).unwrap();
+    let first_kept = plan
+        .first_kept_uuid
+        .clone()
+        .expect("something to summarise");
+    // The first kept record starts a turn: a prompt, so no tool call is apart from its result.
+    let kept = s
+        .envelopes(0, None)
+        .unwrap()
+        .into_iter()
+        .find(|e| e["uuid"] == json!(first_kept))
+        .unwrap();
+    let content = &kept["message"]["content"];
+    assert!(
+        content.is_string()
+            || content
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["type"] != "tool_result")
+    );
+    assert!(!plan.text.is_empty());
+    // A summary never committed changes nothing.
+    assert_eq!(
+        s.compact(CompactOptions {
+            summary: "  ".into(),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .code(),
+        "INVALID_INPUT"
+    );
+    assert_eq!(
+        s.build_context(&options()).unwrap().messages,
+        before.messages
+    );
+
+    let env = s
+        .compact(CompactOptions {
+            summary: "We fixed the parser.".into(),
+            first_kept_uuid: Some(first_kept),
+            ..Default::default()
+        })
+        .unwrap();
+    let after = s.build_context(&options()).unwrap();
+    assert!(after.stats.compacted);
+    assert!(text_of(&after.messages[0]).contains("We fixed the parser."));
+    assert!(validate_messages(&after.messages).is_empty());
+    assert!(after.messages.len() < before.messages.len());
+    let t = s.token_tracker().unwrap();
+    assert_eq!(
+        t.context_tokens,
+        env["compaction"]["tokensAfter"].as_u64().unwrap(),
+        "the tracker is re-based"
+    );
+}
