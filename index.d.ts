@@ -871,6 +871,14 @@ export declare class Store {
   interruptedSessions(): SessionInfo[]
 
   /**
+   * A new session that starts as session `id`'s branch up to `atUuid` (default: its latest
+   * record), with `info.forkedFrom` set. Long content is stored by hash, so it is shared with the
+   * parent, not copied; token state is the parent's at that record (derived once, not added to).
+   * @throws `NOT_FOUND` for an unknown session or record.
+   */
+  forkSession(id: string, options?: { atUuid?: string; title?: string }): Session
+
+  /**
    * Brings a `session.snapshot()` back as a session of this store, with the same id and
    * byte-identical messages, in one transaction.
    *
@@ -1127,6 +1135,28 @@ export declare class Session {
    * on it; the history stays. Without `firstKeptUuid`, keeps the last `keepTurns` (default 2).
    */
   compact(options: { summary: string; firstKeptUuid?: string; keepTurns?: number; trigger?: 'auto' | 'manual' }): Envelope
+
+  /**
+   * Continues the session from an earlier record: the next append's parent is `toUuid`, and
+   * `messages`, `turns`, `tokenTracker` and `buildContext` follow the branch ending there. The
+   * abandoned branch stays in the log (`envelopes()`) and is listed by `branches()`. A `rewind`
+   * record marks the switch. `NOT_FOUND` if there is no such record.
+   */
+  rewind(toUuid: string): void
+
+  /** The current branch first, then every branch a rewind left. */
+  branches(): Branch[]
+}
+
+export interface Branch {
+  /** the branch's last record */
+  leafUuid: string
+  leafSeq: number
+  /** messages on the branch from the start of the session */
+  messageCount: number
+  current: boolean
+  /** for an abandoned branch: the record the session was rewound to when it was left */
+  forkedAtUuid?: string
 }
 
 export interface ContextOptions {

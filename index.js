@@ -376,6 +376,15 @@ class Session {
     return JSON.parse(this[kNative].compactionPlan(toJson(o, 'compactionPlan: options')))
   }
 
+  rewind(toUuid) {
+    const id = idArg(toUuid, 'rewind', 'toUuid')
+    run(this, 'rewind', () => this[kNative].rewind(id))
+  }
+
+  branches() {
+    return JSON.parse(this[kNative].branches())
+  }
+
   compact(options) {
     const o = object(options, 'compact: options')
     if (!o) throw fail('INVALID_INPUT', 'compact: options: required ({ summary })')
@@ -532,6 +541,17 @@ class Store {
     if (typeof json !== 'string') throw fail('INVALID_INPUT', `importSnapshot: expected a JSON string, got ${describe(json)}`)
     const tel = this[kTelemetry]
     return wrapSession(observed(tel, undefined, 'importSnapshot', () => this[kNative].importSnapshot(json)), tel)
+  }
+
+  forkSession(id, options) {
+    const sid = idArg(id, 'forkSession')
+    const o = object(options, 'forkSession: options') ?? {}
+    for (const k of Object.keys(o)) {
+      if (k !== 'atUuid' && k !== 'title') throw fail('INVALID_INPUT', `forkSession: options.${k}: unknown option (expected atUuid, title)`)
+      if (o[k] !== undefined && typeof o[k] !== 'string') throw fail('INVALID_INPUT', `forkSession: options.${k}: expected a string, got ${describe(o[k])}`)
+    }
+    const tel = this[kTelemetry]
+    return wrapSession(observed(tel, sid, 'forkSession', () => this[kNative].forkSession(sid, o.atUuid ?? null, o.title ?? null)), tel)
   }
 
   interruptedSessions() {

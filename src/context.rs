@@ -51,6 +51,16 @@ impl NativeSession {
     }
 
     #[napi(catch_unwind)]
+    pub fn rewind(&self, to_uuid: String) -> Result<()> {
+        self.inner.rewind(&to_uuid).or_throw()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn branches(&self) -> Result<String> {
+        to_json(&self.inner.branches().or_throw()?)
+    }
+
+    #[napi(catch_unwind)]
     pub fn compact(&self, options_json: String) -> Result<String> {
         let o: CompactJson = from(&options_json, "compact: options")?;
         let env = self

@@ -78,6 +78,20 @@ impl NativeStore {
     }
 
     #[napi(catch_unwind)]
+    pub fn fork_session(
+        &self,
+        id: String,
+        at_uuid: Option<String>,
+        title: Option<String>,
+    ) -> Result<NativeSession> {
+        Ok(NativeSession::wrap(
+            self.inner
+                .fork_session(&id, at_uuid.as_deref(), title)
+                .or_throw()?,
+        ))
+    }
+
+    #[napi(catch_unwind)]
     pub fn interrupted_sessions(&self) -> Result<String> {
         to_json(&self.inner.interrupted_sessions().or_throw()?)
     }

@@ -216,7 +216,11 @@ fn view_and_ratio(
             });
         }
     }
-    view.extend(Session::view_from(conn, s.num, start)?);
+    let path = tail
+        .next_seq
+        .checked_sub(1)
+        .map_or(Vec::new(), |last| tail.state.path(last));
+    view.extend(Session::view_from(conn, s.num, start, &path)?);
     let (ratio, calibrated) = calibrate(&view);
     Ok((view, ratio, calibrated))
 }

@@ -24,6 +24,7 @@
 //! ```
 
 mod blob;
+mod branch;
 mod checkpoint;
 mod clock;
 mod compaction;
@@ -31,6 +32,7 @@ mod context;
 mod encode;
 mod envelope;
 mod error;
+mod fork;
 mod journal;
 mod json;
 mod message;
@@ -49,6 +51,7 @@ mod txn;
 mod usage;
 mod validate;
 
+pub use branch::Branch;
 pub use compaction::{CompactOptions, CompactionPlan};
 pub use context::{Context, ContextOptions, ContextStats, Reasoning, Target};
 pub use envelope::Draft;

@@ -300,9 +300,28 @@ impl Session {
 
     /// The messages from record `from_seq` on, each with its position and the envelope fields
     /// context building needs, blobs expanded.
-    pub(crate) fn view_from(conn: &Connection, num: i64, from_seq: u64) -> Result<Vec<ViewRecord>> {
-        let (lo, hi) = schema::range(num);
+    pub(crate) fn view_from(
+        conn: &Connection,
+        num: i64,
+        from_seq: u64,
+        path: &[(u64, u64)],
+    ) -> Result<Vec<ViewRecord>> {
+        let mut out = Vec::new();
+        for &(from, to) in path.iter().filter(|&&(_, to)| to >= from_seq) {
+            out.extend(Session::view_range(conn, num, from.max(from_seq), to)?);
+        }
+        Ok(out)
+    }
+
+    fn view_range(
+        conn: &Connection,
+        num: i64,
+        from_seq: u64,
+        to_seq: u64,
+    ) -> Result<Vec<ViewRecord>> {
+        let (lo, _) = schema::range(num);
         let start = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
+        let hi = lo.saturating_add(to_seq.min(1 << SEQ_BITS) as i64);
         let mut stmt = conn.prepare_cached(
             "SELECT id, uuid, provider, has_blobs, message FROM records
              WHERE id BETWEEN ?1 AND ?2 AND msg_index IS NOT NULL ORDER BY id",
@@ -345,6 +364,23 @@ impl Session {
             .query_row(params![uuid, lo, hi], |r| r.get(0))
             .optional()?;
         Ok(id.map(|i| (i - lo) as u64))
+    }
+
+    /// The envelopes of records `from_seq..=to_seq`.
+    pub(crate) fn records_between(
+        conn: &Connection,
+        num: i64,
+        from_seq: u64,
+        to_seq: u64,
+    ) -> Result<Vec<Value>> {
+        let mut out = Vec::new();
+        let mut from = Some(from_seq);
+        while let Some(f) = from.filter(|&f| f <= to_seq) {
+            let page = read_page(conn, num, f, to_seq - f + 1, PAGE_BYTES, Part::Envelope)?;
+            out.extend(parse_page(&page)?);
+            from = page.next;
+        }
+        Ok(out)
     }
 
     /// One record's envelope.
@@ -601,17 +637,40 @@ impl Session {
     }
 
     /// One page of `messages` as a JSON array, starting at record `from_seq`.
+    /// Messages follow the current branch: its records are seq ranges of the log.
     pub fn messages_page(&self, from_seq: u64, max_bytes: usize) -> Result<Page> {
-        let conn = self.conn().map_err(|e| e.during("messages"))?;
-        read_page(
-            &conn,
-            self.num,
-            from_seq,
-            u64::MAX,
-            max_bytes,
-            Part::Message,
-        )
-        .map_err(|e| e.during("messages"))
+        let run = || {
+            let conn = self.conn()?;
+            let tail = self.read_tail(&conn)?;
+            let Some(last) = tail.next_seq.checked_sub(1) else {
+                return Ok(Page {
+                    json: b"[]".to_vec(),
+                    next: None,
+                });
+            };
+            let path = tail.state.path(last);
+            let Some(i) = path.iter().position(|&(_, to)| to >= from_seq) else {
+                return Ok(Page {
+                    json: b"[]".to_vec(),
+                    next: None,
+                });
+            };
+            let (seg_from, seg_to) = path[i];
+            let start = from_seq.max(seg_from);
+            let mut page = read_page(
+                &conn,
+                self.num,
+                start,
+                seg_to - start + 1,
+                max_bytes,
+                Part::Message,
+            )?;
+            if page.next.is_none() {
+                page.next = path.get(i + 1).map(|&(f, _)| f);
+            }
+            Ok(page)
+        };
+        run().map_err(|e: Error| e.during("messages"))
     }
 
     /// One page of envelopes (every record) as a JSON array.
@@ -649,12 +708,29 @@ impl Session {
             let conn = self.conn()?;
             let (lo, hi) = schema::range(self.num);
             let mut stmt = conn.prepare_cached(
-                "SELECT p.state FROM records s JOIN records p ON p.id = s.id - 1
+                "SELECT s.id, p.id, p.state FROM records s JOIN records p ON p.id = s.id - 1
                  WHERE s.turn_start = 1 AND s.id BETWEEN ?1 AND ?2 ORDER BY s.id",
             )?;
+            let path = tail
+                .next_seq
+                .checked_sub(1)
+                .map_or(Vec::new(), |last| tail.state.path(last));
+            let on_path = |seq: u64| path.iter().any(|&(f, t)| f <= seq && seq <= t);
             let mut turns = Vec::new();
-            for text in stmt.query_map([lo, hi], |r| r.get::<_, String>(0))? {
-                if let Some(t) = parse_state(&text?)?.current_turn() {
+            let rows = stmt.query_map([lo, hi], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (start, prev, text) = row?;
+                // A turn of the current branch ends where the next of its turns starts.
+                if !on_path((start - lo) as u64) || !on_path((prev - lo) as u64) {
+                    continue;
+                }
+                if let Some(t) = parse_state(&text)?.current_turn() {
                     turns.push(t);
                 }
             }
@@ -775,15 +851,21 @@ fn parse_state(text: &str) -> Result<State> {
 
 fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
     let (lo, hi) = schema::range(num);
-    let row: Option<(i64, String, i64, String)> = conn
-        .prepare_cached("SELECT id, uuid, written_ms, state FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1")?
-        .query_row([lo, hi], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+    type Row = (i64, String, i64, String, String, Option<String>);
+    let row: Option<Row> = conn
+        .prepare_cached("SELECT id, uuid, written_ms, state, type, parent_uuid FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1")?
+        .query_row([lo, hi], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
         .optional()?;
     Ok(match row {
         None => Tail::default(),
-        Some((id, uuid, written, state)) => Tail {
+        Some((id, uuid, written, state, ty, parent)) => Tail {
             next_seq: (id - lo) as u64 + 1,
-            last_uuid: Some(uuid),
+            // After a rewind, the next record continues from the record rewound to.
+            last_uuid: if ty == crate::branch::REWIND {
+                parent
+            } else {
+                Some(uuid)
+            },
             last_written_ms: Some(written),
             state: parse_state(&state)?,
         },

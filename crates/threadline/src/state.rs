@@ -44,6 +44,17 @@ pub struct State {
     /// the latest successful compaction: context starts there
     #[serde(rename = "cp", default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionPoint>,
+    /// the current branch before its last segment, as inclusive seq ranges (empty while the
+    /// session was never rewound)
+    #[serde(rename = "bp", default, skip_serializing_if = "Vec::is_empty")]
+    pub branch_path: Vec<(u64, u64)>,
+    /// where the current branch's last segment starts
+    #[serde(rename = "bs", default, skip_serializing_if = "is_zero")]
+    pub segment_start: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -68,6 +79,15 @@ pub struct OpenStream {
 }
 
 impl State {
+    /// The records of the branch ending at record `last`, as inclusive seq ranges in order.
+    pub fn path(&self, last: u64) -> Vec<(u64, u64)> {
+        let mut p = self.branch_path.clone();
+        if self.segment_start <= last {
+            p.push((self.segment_start, last));
+        }
+        p
+    }
+
     /// A compaction moves the start of the context and re-bases the token tracker on it.
     pub fn compacted(&mut self, point: CompactionPoint) {
         if let Some(t) = point.tokens_after {

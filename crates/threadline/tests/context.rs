@@ -274,3 +274,91 @@ fn compaction_summarises_whole_turns_and_moves_the_start_only_when_committed() {
         "the tracker is re-based"
     );
 }
+
+#[test]
+fn rewind_continues_from_an_earlier_record_and_keeps_the_abandoned_branch() {
+    let s = Session::in_memory(SessionOptions::default()).unwrap();
+    let q1 = s.append(json!("q1"), None).unwrap();
+    let a1 = s.append(json!({"role": "assistant", "content": [{"type": "text", "text": "a1"}], "usage": {"input_tokens": 10, "output_tokens": 5}}), None).unwrap();
+    s.append(json!("q2 (abandoned)"), None).unwrap();
+    let a2 = s.append(json!({"role": "assistant", "content": [{"type": "text", "text": "a2"}], "usage": {"input_tokens": 20, "output_tokens": 7}}), None).unwrap();
+    let a1_uuid = a1["uuid"].as_str().unwrap();
+    s.rewind(a1_uuid).unwrap();
+    assert_eq!(
+        s.messages().unwrap().len(),
+        2,
+        "messages follow the branch rewound to"
+    );
+    assert_eq!(s.turns().unwrap().len(), 1);
+    assert_eq!(
+        s.token_tracker().unwrap().cumulative_output_tokens,
+        5,
+        "token state is the branch's"
+    );
+    let q3 = s.append(json!("q3 instead"), None).unwrap();
+    assert_eq!(
+        q3["parentUuid"],
+        json!(a1_uuid),
+        "the next append's parent is the record rewound to"
+    );
+    let texts: Vec<String> = s.messages().unwrap().iter().map(text_of).collect();
+    assert_eq!(texts, ["q1", "a1", "q3 instead"]);
+    let c = s.build_context(&options()).unwrap();
+    assert_eq!(c.messages.iter().map(text_of).collect::<Vec<_>>(), texts);
+    let turns = s.turns().unwrap();
+    assert_eq!(
+        (turns.len(), turns[1].start_uuid.as_str()),
+        (2, q3["uuid"].as_str().unwrap())
+    );
+    let branches = s.branches().unwrap();
+    assert_eq!(branches.len(), 2);
+    assert!(branches[0].current && branches[0].leaf_uuid == q3["uuid"].as_str().unwrap());
+    assert_eq!(branches[1].leaf_uuid, a2["uuid"].as_str().unwrap());
+    assert_eq!(branches[1].message_count, 4);
+    assert_eq!(
+        s.envelopes(0, None).unwrap().len(),
+        6,
+        "nothing is lost: the log keeps both branches"
+    );
+    // Back to the abandoned branch.
+    s.rewind(a2["uuid"].as_str().unwrap()).unwrap();
+    assert_eq!(s.messages().unwrap().len(), 4);
+    assert_eq!(s.token_tracker().unwrap().cumulative_output_tokens, 12);
+    assert_eq!(s.rewind("nope").unwrap_err().code(), "NOT_FOUND");
+    let _ = q1;
+}
+
+#[test]
+fn a_fork_starts_from_any_record_with_the_parent_state_there() {
+    let store =
+        threadline::Store::open(Some(":memory:"), threadline::StoreOptions::default()).unwrap();
+    let s = store
+        .create_session(SessionOptions {
+            title: Some("parent".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let big = "x".repeat(50_000);
+    s.append(json!("q1"), None).unwrap();
+    let a1 = s.append(json!({"role": "assistant", "content": [{"type": "text", "text": big}], "usage": {"input_tokens": 10, "output_tokens": 5}}), None).unwrap();
+    s.append(json!("q2"), None).unwrap();
+    let f = store
+        .fork_session(s.id(), a1["uuid"].as_str(), Some("fork".into()))
+        .unwrap();
+    assert_eq!(f.messages().unwrap(), s.messages().unwrap()[..2].to_vec());
+    let info = f.info().unwrap();
+    assert_eq!(info.title.as_deref(), Some("fork"));
+    let from = info.forked_from.unwrap();
+    assert_eq!(
+        (from.session_id.as_str(), from.uuid.as_str()),
+        (s.id(), a1["uuid"].as_str().unwrap())
+    );
+    assert_eq!(
+        f.token_tracker().unwrap().cumulative_output_tokens,
+        5,
+        "the baseline is the parent's at the fork"
+    );
+    f.append(json!("q2 in the fork"), None).unwrap();
+    assert_eq!(s.messages().unwrap().len(), 3, "the parent is untouched");
+    assert_eq!(f.envelopes(0, None).unwrap()[0]["sessionId"], json!(f.id()));
+}
