@@ -10,6 +10,10 @@
 //
 // Environment: BENCH_QUICK=1 for a small smoke run; BENCH_KEEP=1 keeps the temp dir;
 // BENCH_RESULTS=file writes the results elsewhere; BENCH_THREADLINE=dir measures another build.
+//
+// Then the recovery sections (bench/recovery.js: streaming persistence per chunk, recover() on a
+// 10k-message session), also runnable alone: node --expose-gc bench/recovery.js [stream,paced,recover].
+// BENCH_RECOVERY=0 skips them here.
 
 const fs = require('fs')
 const os = require('os')
@@ -365,6 +369,11 @@ async function main() {
       const measured = row.ratio[t.baseline].median
       results.targets.push({ ...t, measured, pass: measured <= t.max })
     }
+
+    if (process.env.BENCH_RECOVERY !== '0') {
+      log('recovery (bench/recovery.js): streaming persistence and recover()')
+      results.recovery = await require('./recovery.js').run({ quick: QUICK, log })
+    }
   } finally {
     launcher.stdin.end()
     if (process.env.BENCH_KEEP !== '1') fs.rmSync(dir, { recursive: true, force: true })
@@ -418,6 +427,7 @@ function printTable(results) {
   }
   lines.push(`after ${results.config.append.messages} single appends (before close): ` + Object.entries(results.appendFiles).map(([e, f]) => `${e} ${f.onDiskMiB.toFixed(1)} MiB on disk (WAL ${f.walMiB.toFixed(1)} MiB)`).join(', '))
   lines.push(`lossless round trip: ${JSON.stringify(results.lossless)}`)
+  if (results.recovery) lines.push(require('./recovery.js').format(results.recovery), '')
   lines.push(`elapsed ${results.elapsedSeconds.toFixed(0)} s; results in ${path.relative(process.cwd(), RESULTS) || RESULTS}`)
   console.log(lines.join('\n'))
 }
