@@ -236,6 +236,9 @@ export type OtherContentBlockType =
   | 'container_upload'
   | 'search_result'
   | 'tool_reference'
+  | 'openai_reasoning'   // a Responses reasoning item (from fromOpenAIResponses)
+  | 'openai_item'        // another Responses item with no neutral equivalent: { type, item }
+  | 'openai_part'        // an OpenAI content part with no neutral equivalent: { type, part }
 
 /**
  * Stands for the name of any other block type (one of your own, or one newer than these
@@ -995,12 +998,27 @@ export declare class Session {
   restoreTokenState(state: Partial<TokenTracker>): void
 
   /**
-   * The messages in order, ready to send to a model: records with `includeInContext: false` and
-   * records without a message (events) are left out. A new array on every access.
+   * The messages of the current context, in order: from the latest compaction on, along the
+   * current branch (see {@link rewind}). After {@link compact}, the first message is the summary
+   * as a user message (`This session continues from an earlier conversation, summarised here:`
+   * and the summary), then the records it kept and everything after; after a Claude Code
+   * `compact_boundary` (from {@link restoreMessages}) it is the messages after the boundary,
+   * Claude Code's own summary message first. Without a compaction: every message. Records with
+   * `includeInContext: false` and records without a message (events) are left out. A new array
+   * on every access. For a request to a provider, use {@link buildContext}: it also merges,
+   * budgets and validates.
    *
    * @throws `CLOSED`.
    */
   readonly messages: Message[]
+
+  /**
+   * Every message of the current branch from the start, across compactions (what
+   * {@link messages} gives when nothing was compacted). A new array on every access.
+   *
+   * @throws `CLOSED`.
+   */
+  readonly allMessages: Message[]
 
   /**
    * Every record, events included, in order (`seq` ascending).
@@ -1113,10 +1131,20 @@ export declare class Session {
    * `maxTokens` / `maxMessages` by whole turns, oldest first (a tool call never apart from its
    * result, the latest prompt always kept: `stats.fits` is false when even that is over budget).
    * Tool results longer than `toolResultPreviewChars` go in as a preview and a line naming
-   * `read_tool_output(tool_use_id)`. The output always passes `validateMessages`.
+   * `read_tool_output(tool_use_id)`. Then converted for `target` (see `toAnthropic`,
+   * `toOpenAIChat`, `toOpenAIResponses`; what the target cannot express is in `stats.warnings`).
+   * The output always passes `validateMessages(messages, { target })`.
    *
-   * @throws `INVALID_INPUT` for bad options (with the path); `CLOSED`.
+   * Token estimates (`stats.estimatedTokens`, the budget): characters of the content blocks as
+   * JSON times `stats.tokensPerChar`, which is calibrated on the latest usage the provider
+   * reported in this context (`calibrated: true`; the compaction's ratio right after one), else
+   * 0.25.
+   *
+   * @throws `INVALID_INPUT` for bad options (with the path, e.g. `options.system`); `CLOSED`.
    */
+  buildContext(options: ContextOptions & { target: 'anthropic' }): AnthropicContext
+  buildContext(options: ContextOptions & { target: 'openai-chat' }): OpenAIChatContext
+  buildContext(options: ContextOptions & { target: 'openai-responses' }): OpenAIResponsesContext
   buildContext(options: ContextOptions): BuiltContext
 
   /** The full output of a tool call (what a preview stands for). `NOT_FOUND` if there is none. */
@@ -1176,6 +1204,7 @@ export interface ContextOptions {
 }
 
 export interface ContextStats {
+  /** the first record of the context: the first kept after the latest compaction, else 0 */
   startSeq: number
   compacted: boolean
   messages: number
@@ -1191,13 +1220,38 @@ export interface ContextStats {
   previewed: Array<{ toolUseId: string; chars: number; shownChars: number }>
   droppedThinking: number
   unpaired: Array<{ type: string; id: string }>
+  /** what the target cannot express (thinking for OpenAI, ...), with paths into the stored messages */
+  warnings: ConvertWarning[]
+  /** tool-call ids the target does not accept, as sent -> as stored */
+  idMap: IdMap
 }
 
-export interface BuiltContext {
-  system?: string | TextBlock[]
-  messages: Message[]
+/**
+ * A request for Anthropic: `messages.create({ system, messages })`. Messages are `{ role, content }`
+ * only (response metadata such as `id`, `model` and `usage` is not part of a request).
+ */
+export interface AnthropicContext {
+  /** the system prompt as given; absent when none was given */
+  system?: string | AnthropicTextBlockParam[]
+  messages: AnthropicMessageParam[]
   stats: ContextStats
 }
+
+/** A request for OpenAI Chat Completions: `chat.completions.create({ messages })`. */
+export interface OpenAIChatContext {
+  /** the system prompt first (`{ role: 'system' }`), then the conversation */
+  messages: OpenAIChatMessage[]
+  stats: ContextStats
+}
+
+/** A request for the OpenAI Responses API: `responses.create({ input: messages })`. */
+export interface OpenAIResponsesContext {
+  /** input items: the system prompt first, then messages, function calls, their outputs and reasoning items */
+  messages: OpenAIResponsesItem[]
+  stats: ContextStats
+}
+
+export type BuiltContext = AnthropicContext | OpenAIChatContext | OpenAIResponsesContext
 
 export interface CompactionPlan {
   records: Array<{ uuid: string; seq: number; message: Message }>
@@ -1349,6 +1403,7 @@ export type MessageProblemCode =
   | 'duplicate_tool_result'      // a second tool_result for the same tool_use
   | 'duplicate_tool_use_id'      // the same tool_use id twice in the conversation
   | 'tool_result_not_first'      // a tool_result after another kind of block in its message
+  | 'invalid_tool_id'            // (OpenAI targets) a tool call id the provider does not accept
 
 /** One thing the provider would reject a request for. */
 export interface MessageProblem {
@@ -1366,12 +1421,537 @@ export interface MessageProblem {
  * call, roles alternating from a user message, no empty text, no unsigned thinking. Returns every
  * problem with its path, in order; an empty array when the list is valid. Writes nothing.
  *
+ * With `target: 'openai-chat'`, checks Chat Completions messages instead (every assistant
+ * `tool_calls` entry answered exactly once by a `role: 'tool'` message right after it, no orphan
+ * tool messages, ids of at most 40 characters, no empty content); with `'openai-responses'`,
+ * Responses input items (every `function_call` answered by one `function_call_output` after it,
+ * no orphan outputs, `call_id` of at most 64 characters). `buildContext` output always passes the
+ * check of its target.
+ *
  * Note: Claude Code writes one streamed response as several assistant records; passed as they are,
  * they are reported as `roles_not_alternating`.
  *
- * @throws {ThreadlineError} `INVALID_INPUT` when `messages` is not an array or cannot be JSON.
+ * @throws {ThreadlineError} `INVALID_INPUT` when `messages` is not an array or cannot be JSON, or
+ *   for an unknown target.
  */
-export declare function validateMessages(messages: ReadonlyArray<unknown>): MessageProblem[]
+export declare function validateMessages(
+  messages: ReadonlyArray<unknown>,
+  options?: { target?: 'anthropic' | 'openai-chat' | 'openai-responses' },
+): MessageProblem[]
+
+// ---------------------------------------------------------------------------------------------
+// Provider converters
+// ---------------------------------------------------------------------------------------------
+//
+// Pure functions between the neutral model (Threadline's messages: the Anthropic wire shape) and
+// the request / response shapes of the Anthropic Messages API, OpenAI Chat Completions and the
+// OpenAI Responses API. Nothing is stored.
+//
+// - What both sides can express survives a round trip: `fromX(toX(m)).messages` deep-equals `m`
+//   (its `role` and `content`; response metadata such as `id`, `model`, `usage` is not part of a
+//   request and is left out).
+// - What the target cannot express is reported in `warnings` (`ConvertWarningCode`), never dropped
+//   silently.
+// - Tool-call ids the target does not accept are mapped deterministically (`tl_` + 32 hex digits
+//   of the id's SHA-256) on the call and its result alike; `idMap` (target id -> original id)
+//   given to `fromX` maps them back. Anthropic accepts `^[a-zA-Z0-9_-]+$`, Chat Completions ids of
+//   at most 40 characters, the Responses API `call_id`s of at most 64.
+// - Provider data with no neutral equivalent is kept so that it goes back to the API that wrote
+//   it, and only there: a field `openai` on a block or message (Responses item ids `msg_...` /
+//   `fc_...`, `status`, output-text `annotations`, an image's `detail`, the exact `arguments` text
+//   of a call, a chat message's `name`, `openai.refusal` on a refusal's text, ...), and the blocks
+//   `{ type: 'openai_reasoning', ... }` (a Responses reasoning item, its fields as given),
+//   `{ type: 'openai_item', item }` (any other Responses item: web search, MCP, ...) and
+//   `{ type: 'openai_part', part }` (a content part like `input_audio` or a Files API id).
+//   `toAnthropic` strips every `openai` field and leaves those blocks out (with a warning).
+//
+// Errors: `INVALID_INPUT` with the path, e.g.
+// `fromOpenAIChat: messages[3].tool_calls[0].function.arguments: not valid JSON (...)`.
+
+/** Why a conversion could not carry something over. */
+export type ConvertWarningCode =
+  | 'thinking_dropped'            // thinking / redacted_thinking to OpenAI (the signature is Anthropic's)
+  | 'reasoning_dropped'           // an openai_reasoning block to Anthropic or Chat Completions
+  | 'block_dropped'               // a block the target has no place for (server tools, MCP, search results, another API's items or parts)
+  | 'unsupported_source'          // an image / document source the target cannot take (Files API ids; a document URL for Chat Completions)
+  | 'document_as_text'            // a plain-text or content document sent as text parts
+  | 'tool_result_content_moved'   // Chat Completions: images / PDFs of a tool result moved to a user message after the tool messages
+  | 'is_error_dropped'            // OpenAI has no error flag on a tool result: the content is sent as it is
+  | 'cache_control_dropped'       // OpenAI takes no cache_control (its prompt cache is automatic)
+  | 'citations_dropped'           // citations on text, or a document's citation settings
+  | 'field_dropped'               // another field the target cannot carry (a document's context, a non-direct caller, an unknown message field)
+  | 'reordered'                   // Chat Completions: text after a tool call goes before the calls
+  | 'message_dropped'             // a message left with nothing to send is left out
+  | 'system_moved'                // fromX: a system / developer message after the start, folded into the system prompt
+  | 'invalid_skipped'             // (Rust API only, unchecked input) a value that is not a neutral message or block
+
+/** Something a conversion could not carry over. */
+export interface ConvertWarning {
+  /** Where in the input, e.g. `messages[3].content[1]`, `items[4]`, `system[0]`. */
+  path: string
+  code: ConvertWarningCode
+  message: string
+}
+
+/** Target id -> original id, for every tool-call id a conversion had to change. */
+export type IdMap = Record<string, string>
+
+/** Options of `toAnthropic`, `toOpenAIChat`, `toOpenAIResponses`. */
+export interface ToProviderOptions {
+  /** The system prompt: Anthropic takes it beside the messages, OpenAI as the first message / item. */
+  system?: string | ReadonlyArray<TextBlock> | null
+}
+
+/** Options of `fromOpenAIChat` and `fromOpenAIResponses`. */
+export interface FromProviderOptions {
+  /** The `idMap` the matching `toX` returned: restores the original tool-call ids. */
+  idMap?: IdMap
+}
+
+/** Options of `fromAnthropic`. */
+export interface FromAnthropicOptions extends FromProviderOptions {
+  /** The request's `system`, returned as the result's `system`. */
+  system?: string | ReadonlyArray<TextBlock> | null
+}
+
+/** What the `fromX` functions return: neutral messages, ready to `append` or `restoreMessages`. */
+export interface FromProviderResult {
+  /** The system prompt found (leading system / developer messages); absent when none. */
+  system?: string | TextBlock[]
+  messages: Message[]
+  warnings: ConvertWarning[]
+}
+
+// ----- Anthropic request shapes (what `toAnthropic` returns; the SDK's `MessageParam` accepts them) -----
+
+/** A prompt-cache breakpoint as a request takes it. */
+export interface AnthropicCacheControlParam {
+  type: 'ephemeral'
+  ttl?: '5m' | '1h'
+}
+
+/** A citation on a text block, as a request takes it. */
+export type AnthropicCitationParam =
+  | { type: 'char_location'; cited_text: string; document_index: number; document_title: string | null; start_char_index: number; end_char_index: number }
+  | { type: 'page_location'; cited_text: string; document_index: number; document_title: string | null; start_page_number: number; end_page_number: number }
+  | { type: 'content_block_location'; cited_text: string; document_index: number; document_title: string | null; start_block_index: number; end_block_index: number }
+  | { type: 'web_search_result_location'; cited_text: string; encrypted_index: string; title: string | null; url: string }
+  | { type: 'search_result_location'; cited_text: string; search_result_index: number; source: string; title: string | null; start_block_index: number; end_block_index: number }
+
+export interface AnthropicTextBlockParam {
+  type: 'text'
+  text: string
+  cache_control?: AnthropicCacheControlParam | null
+  citations?: AnthropicCitationParam[] | null
+}
+
+export interface AnthropicImageBlockParam {
+  type: 'image'
+  source:
+    | { type: 'base64'; media_type: 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp'; data: string }
+    | { type: 'url'; url: string }
+    | { type: 'file'; file_id: string }
+  cache_control?: AnthropicCacheControlParam | null
+}
+
+export interface AnthropicDocumentBlockParam {
+  type: 'document'
+  source:
+    | { type: 'base64'; media_type: 'application/pdf'; data: string }
+    | { type: 'text'; media_type: 'text/plain'; data: string }
+    | { type: 'url'; url: string }
+    | { type: 'file'; file_id: string }
+    | { type: 'content'; content: string | Array<AnthropicTextBlockParam | AnthropicImageBlockParam> }
+  title?: string | null
+  context?: string | null
+  citations?: { enabled?: boolean } | null
+  cache_control?: AnthropicCacheControlParam | null
+}
+
+export interface AnthropicThinkingBlockParam {
+  type: 'thinking'
+  thinking: string
+  signature: string
+}
+
+export interface AnthropicRedactedThinkingBlockParam {
+  type: 'redacted_thinking'
+  data: string
+}
+
+export interface AnthropicToolUseBlockParam {
+  type: 'tool_use'
+  id: string
+  name: string
+  input: unknown
+  caller?: { type: 'direct' } | { type: 'code_execution_20250825'; tool_id: string } | { type: 'code_execution_20260120'; tool_id: string }
+  cache_control?: AnthropicCacheControlParam | null
+}
+
+export interface AnthropicToolResultBlockParam {
+  type: 'tool_result'
+  tool_use_id: string
+  content?: string | Array<AnthropicTextBlockParam | AnthropicImageBlockParam | AnthropicDocumentBlockParam>
+  is_error?: boolean
+  cache_control?: AnthropicCacheControlParam | null
+}
+
+/**
+ * A block of an Anthropic request. Blocks of the other types the Messages API defines
+ * (`server_tool_use`, `web_search_tool_result`, `mcp_tool_use`, `container_upload`, ...) are
+ * passed through by `toAnthropic` as they were stored; they are not in this union.
+ */
+export type AnthropicContentBlockParam =
+  | AnthropicTextBlockParam
+  | AnthropicImageBlockParam
+  | AnthropicDocumentBlockParam
+  | AnthropicThinkingBlockParam
+  | AnthropicRedactedThinkingBlockParam
+  | AnthropicToolUseBlockParam
+  | AnthropicToolResultBlockParam
+
+/** A message of an Anthropic request: `role` and `content`, nothing else. */
+export type AnthropicMessageParam =
+  | { role: 'user'; content: string | AnthropicContentBlockParam[] }
+  | { role: 'assistant'; content: string | AnthropicContentBlockParam[] }
+
+export interface ToAnthropicResult {
+  /** The system prompt as given (`openai` fields stripped); absent when none was given. */
+  system?: string | AnthropicTextBlockParam[]
+  messages: AnthropicMessageParam[]
+  warnings: ConvertWarning[]
+  idMap: IdMap
+}
+
+// ----- OpenAI Chat Completions shapes -----
+
+/** `{ mode: 'explicit' }`: a prompt-cache breakpoint on an OpenAI part (kept from OpenAI input). */
+export interface OpenAIPromptCacheBreakpoint {
+  mode: 'explicit'
+}
+
+export interface OpenAIChatTextPart {
+  type: 'text'
+  text: string
+  prompt_cache_breakpoint?: OpenAIPromptCacheBreakpoint
+}
+
+export interface OpenAIChatImagePart {
+  type: 'image_url'
+  /** `url`: an `https:` URL, or base64 data as a `data:image/png;base64,...` URL. */
+  image_url: { url: string; detail?: 'auto' | 'low' | 'high' }
+  prompt_cache_breakpoint?: OpenAIPromptCacheBreakpoint
+}
+
+export interface OpenAIChatFilePart {
+  type: 'file'
+  /** A PDF: `file_data` a `data:application/pdf;base64,...` URL, `filename` the document's title (default `document.pdf`). */
+  file: { file_data?: string; file_id?: string; filename?: string }
+  prompt_cache_breakpoint?: OpenAIPromptCacheBreakpoint
+}
+
+export interface OpenAIChatAudioPart {
+  type: 'input_audio'
+  input_audio: { data: string; format: 'wav' | 'mp3' }
+  prompt_cache_breakpoint?: OpenAIPromptCacheBreakpoint
+}
+
+export interface OpenAIChatRefusalPart {
+  type: 'refusal'
+  refusal: string
+}
+
+export type OpenAIChatToolCall =
+  | { id: string; type: 'function'; function: { name: string; arguments: string } }
+  | { id: string; type: 'custom'; custom: { name: string; input: string } }
+
+export interface OpenAIChatSystemMessage {
+  role: 'system'
+  content: string | OpenAIChatTextPart[]
+  name?: string
+}
+
+export interface OpenAIChatUserMessage {
+  role: 'user'
+  content: string | Array<OpenAIChatTextPart | OpenAIChatImagePart | OpenAIChatFilePart | OpenAIChatAudioPart>
+  name?: string
+}
+
+export interface OpenAIChatAssistantMessage {
+  role: 'assistant'
+  /** One plain text block: a string; several, or text with extras: parts; no text: `null`. */
+  content: string | Array<OpenAIChatTextPart | OpenAIChatRefusalPart> | null
+  refusal?: string | null
+  /** One per tool_use; `arguments` is the input as JSON text (the exact text it came with, when unchanged). */
+  tool_calls?: OpenAIChatToolCall[]
+  name?: string
+  audio?: { id: string } | null
+}
+
+export interface OpenAIChatToolMessage {
+  role: 'tool'
+  tool_call_id: string
+  /** A tool_result's string content stays a string; its blocks become text parts. */
+  content: string | OpenAIChatTextPart[]
+}
+
+/** A message `toOpenAIChat` returns (assignable to the SDK's `ChatCompletionMessageParam`). */
+export type OpenAIChatMessage =
+  | OpenAIChatSystemMessage
+  | OpenAIChatUserMessage
+  | OpenAIChatAssistantMessage
+  | OpenAIChatToolMessage
+
+/**
+ * A message `fromOpenAIChat` accepts: the SDK's `ChatCompletionMessageParam` and the
+ * `ChatCompletionMessage` of a response (`choices[0].message`) fit.
+ */
+export type OpenAIChatMessageParam =
+  | OpenAIChatSystemMessage
+  | { role: 'developer'; content: string | ReadonlyArray<OpenAIChatTextPart>; name?: string }
+  | { role: 'user'; content: string | ReadonlyArray<OpenAIChatTextPart | OpenAIChatImagePart | OpenAIChatFilePart | OpenAIChatAudioPart>; name?: string }
+  | {
+      role: 'assistant'
+      content?: string | ReadonlyArray<OpenAIChatTextPart | OpenAIChatRefusalPart> | null
+      refusal?: string | null
+      tool_calls?: ReadonlyArray<OpenAIChatToolCall>
+      name?: string
+      /** kept under the message's `openai` (with `audio`, `function_call`) and restored by `toOpenAIChat` */
+      annotations?: ReadonlyArray<unknown>
+      audio?: { id: string } | null
+      function_call?: { name: string; arguments: string } | null
+    }
+  | { role: 'tool'; tool_call_id: string; content: string | ReadonlyArray<OpenAIChatTextPart> }
+  /** @deprecated function calling without ids: rejected at run time (`INVALID_INPUT`); use tool calls. */
+  | { role: 'function'; name: string; content: string | null }
+
+export interface ToOpenAIChatResult {
+  /** The system prompt first (`{ role: 'system', content }`), then the conversation. */
+  messages: OpenAIChatMessage[]
+  warnings: ConvertWarning[]
+  idMap: IdMap
+}
+
+// ----- OpenAI Responses API shapes -----
+
+export interface OpenAIResponsesInputText {
+  type: 'input_text'
+  text: string
+  prompt_cache_breakpoint?: OpenAIPromptCacheBreakpoint
+}
+
+export interface OpenAIResponsesInputImage {
+  type: 'input_image'
+  /** `'auto'` unless the image came from OpenAI with another detail. */
+  detail: 'low' | 'high' | 'auto' | 'original'
+  /** An `https:` URL, or base64 data as a `data:` URL. */
+  image_url?: string | null
+  file_id?: string | null
+  prompt_cache_breakpoint?: OpenAIPromptCacheBreakpoint
+}
+
+export interface OpenAIResponsesInputFile {
+  type: 'input_file'
+  /** A PDF as a `data:application/pdf;base64,...` URL (with `filename`), or a `file_url`. */
+  file_data?: string
+  file_url?: string
+  file_id?: string | null
+  filename?: string
+  detail?: 'auto' | 'low' | 'high'
+  prompt_cache_breakpoint?: OpenAIPromptCacheBreakpoint
+}
+
+export type OpenAIResponsesInputContent = OpenAIResponsesInputText | OpenAIResponsesInputImage | OpenAIResponsesInputFile
+
+export type OpenAIResponsesAnnotation =
+  | { type: 'file_citation'; file_id: string; filename: string; index: number }
+  | { type: 'url_citation'; url: string; title: string; start_index: number; end_index: number }
+  | { type: 'container_file_citation'; container_id: string; file_id: string; filename: string; start_index: number; end_index: number }
+  | { type: 'file_path'; file_id: string; index: number }
+
+export interface OpenAIResponsesOutputText {
+  type: 'output_text'
+  text: string
+  annotations: OpenAIResponsesAnnotation[]
+  logprobs?: Array<{ token: string; bytes: number[]; logprob: number; top_logprobs: Array<{ token: string; bytes: number[]; logprob: number }> }>
+}
+
+export interface OpenAIResponsesRefusal {
+  type: 'refusal'
+  refusal: string
+}
+
+/** A message item: the system prompt, a user message, or assistant text (`content` a string). */
+export interface OpenAIResponsesMessage {
+  type: 'message'
+  role: 'system' | 'user' | 'assistant'
+  content: string | OpenAIResponsesInputContent[]
+  phase?: 'commentary' | 'final_answer' | null
+}
+
+/** Assistant text that came from a Responses output message, going back as that message. */
+export interface OpenAIResponsesOutputMessage {
+  type: 'message'
+  id: string
+  role: 'assistant'
+  status: 'in_progress' | 'completed' | 'incomplete'
+  content: Array<OpenAIResponsesOutputText | OpenAIResponsesRefusal>
+  phase?: 'commentary' | 'final_answer' | null
+}
+
+export interface OpenAIResponsesFunctionCall {
+  type: 'function_call'
+  /** The item id (`fc_...`) when the call came from the Responses API. */
+  id?: string
+  call_id: string
+  name: string
+  /** The input as JSON text (the exact text it came with, when unchanged). */
+  arguments: string
+  status?: 'in_progress' | 'completed' | 'incomplete'
+}
+
+export interface OpenAIResponsesFunctionCallOutput {
+  type: 'function_call_output'
+  id?: string | null
+  call_id: string
+  /** A tool_result's string content stays a string; its blocks become input parts. */
+  output: string | OpenAIResponsesInputContent[]
+  status?: 'in_progress' | 'completed' | 'incomplete' | null
+}
+
+export interface OpenAIResponsesCustomToolCall {
+  type: 'custom_tool_call'
+  id?: string
+  call_id: string
+  name: string
+  input: string
+}
+
+export interface OpenAIResponsesCustomToolCallOutput {
+  type: 'custom_tool_call_output'
+  id?: string
+  call_id: string
+  output: string | OpenAIResponsesInputContent[]
+}
+
+/** A reasoning item, as a Responses output gave it (kept as an `openai_reasoning` block). */
+export interface OpenAIResponsesReasoning {
+  type: 'reasoning'
+  id: string
+  summary: Array<{ type: 'summary_text'; text: string }>
+  content?: Array<{ type: 'reasoning_text'; text: string }>
+  /** Present when requested with `include: ['reasoning.encrypted_content']` (needed with `store: false`). */
+  encrypted_content?: string | null
+  status?: 'in_progress' | 'completed' | 'incomplete'
+}
+
+/**
+ * An input item `toOpenAIResponses` returns (assignable to the SDK's `ResponseInputItem`). Items
+ * kept as `openai_item` blocks (web search calls, MCP items, ...) go back as they were given;
+ * they are not in this union.
+ */
+export type OpenAIResponsesItem =
+  | OpenAIResponsesMessage
+  | OpenAIResponsesOutputMessage
+  | OpenAIResponsesFunctionCall
+  | OpenAIResponsesFunctionCallOutput
+  | OpenAIResponsesCustomToolCall
+  | OpenAIResponsesCustomToolCallOutput
+  | OpenAIResponsesReasoning
+
+/**
+ * An item `fromOpenAIResponses` accepts: the SDK's `ResponseInputItem` and a response's
+ * `output` items fit (any item with a `type`; a message may omit it). Items other than messages,
+ * function / custom tool calls and their outputs, and reasoning are kept as `openai_item` blocks.
+ */
+export type OpenAIResponsesItemParam =
+  | OpenAIResponsesItem
+  | { readonly type: string }
+  | { readonly type?: 'message'; readonly role: string; readonly content: unknown }
+  | { readonly type?: 'item_reference' | null; readonly id: string }
+
+export interface ToOpenAIResponsesResult {
+  /** Input items: the system prompt first (`{ type: 'message', role: 'system', content }`). */
+  messages: OpenAIResponsesItem[]
+  warnings: ConvertWarning[]
+  idMap: IdMap
+}
+
+/**
+ * Neutral messages to an Anthropic request: `{ role, content }` per message (response metadata
+ * left out), `system` beside them. Strips every `openai` field and leaves out `openai_*` blocks
+ * (warning `reasoning_dropped` / `block_dropped`); a message left empty is left out and its
+ * neighbours of one role merged. Ids not matching `^[a-zA-Z0-9_-]+$` are mapped (`idMap`).
+ *
+ * @example
+ * const { system, messages } = toAnthropic(session.messages, { system: 'You are terse.' })
+ * await anthropic.messages.create({ model, max_tokens: 1024, system, messages })
+ * @throws {ThreadlineError} `INVALID_INPUT` (with the path) for a value that is not a neutral message.
+ */
+export declare function toAnthropic(messages: ReadonlyArray<MessageParamLike>, options?: ToProviderOptions): ToAnthropicResult
+
+/**
+ * Anthropic messages (`MessageParam`s, response `Message`s) to neutral messages: string content
+ * becomes one text block, a `system` role message goes to `system`, ids are restored with
+ * `idMap`; everything else is kept as given.
+ */
+export declare function fromAnthropic(
+  messages: ReadonlyArray<MessageParamLike | { role: 'system'; content: string | ReadonlyArray<TextBlock> }>,
+  options?: FromAnthropicOptions,
+): FromProviderResult
+
+/**
+ * Neutral messages to Chat Completions messages: the system prompt first; per assistant message
+ * its text, refusal and tool calls (`arguments`: the input as JSON); per user message one `tool`
+ * message per tool_result, in order, then a user message with the rest (images as `image_url`
+ * parts, PDFs as `file` parts, base64 as `data:` URLs). Warns about thinking, OpenAI reasoning,
+ * server tools, `is_error`, `cache_control`, citations, images in tool results (moved to the user
+ * message after the tool messages), text after a tool call (moved before it). Ids longer than 40
+ * characters are mapped (`idMap`).
+ *
+ * @example
+ * const { messages, idMap } = toOpenAIChat(session.messages, { system: 'You are terse.' })
+ * const completion = await openai.chat.completions.create({ model, messages })
+ * session.append(fromOpenAIChat([completion.choices[0].message], { idMap }).messages[0])
+ */
+export declare function toOpenAIChat(messages: ReadonlyArray<MessageParamLike>, options?: ToProviderOptions): ToOpenAIChatResult
+
+/**
+ * Chat Completions messages (params, or a response's `choices[0].message`) to neutral messages:
+ * leading system / developer messages become `system`; tool messages and the user message after
+ * them one user message (tool_results first); consecutive messages of one role merged; ids
+ * restored with `idMap`. Fields with no neutral equivalent are kept under `openai` / as
+ * `openai_part` blocks, restored by `toOpenAIChat`.
+ *
+ * @throws {ThreadlineError} `INVALID_INPUT` with the path, e.g. for `arguments` that are not a
+ *   JSON object, or role `'function'`.
+ */
+export declare function fromOpenAIChat(messages: ReadonlyArray<OpenAIChatMessageParam>, options?: FromProviderOptions): FromProviderResult
+
+/**
+ * Neutral messages to Responses input items: the system prompt first; per user message a
+ * `function_call_output` per tool_result (images and files included), then a `message` item
+ * with the rest; per assistant message, in order, text as assistant `message` items, tool_use as
+ * `function_call` items, `openai_reasoning` blocks as their `reasoning` items, `openai_item`
+ * blocks as their items (Responses item ids and statuses restored). Warns about thinking,
+ * `is_error`, `cache_control`, citations. `call_id`s longer than 64 characters are mapped
+ * (`idMap`).
+ *
+ * @example
+ * const { messages: input, idMap } = toOpenAIResponses(session.messages, { system: 'You are terse.' })
+ * const response = await openai.responses.create({ model, input, store: false, include: ['reasoning.encrypted_content'] })
+ * session.append(fromOpenAIResponses(response.output, { idMap }).messages[0])
+ */
+export declare function toOpenAIResponses(messages: ReadonlyArray<MessageParamLike>, options?: ToProviderOptions): ToOpenAIResponsesResult
+
+/**
+ * Responses items (input items, a response's `output`, or an `input` string) to neutral
+ * messages: system / developer messages become `system`; consecutive items of one role one
+ * message (a response's reasoning, message and function_call items: one assistant message);
+ * ids restored with `idMap`. Reasoning items become `openai_reasoning` blocks, other items with
+ * no neutral equivalent `openai_item` blocks; item ids, statuses, annotations go under `openai`.
+ */
+export declare function fromOpenAIResponses(items: ReadonlyArray<OpenAIResponsesItemParam> | string, options?: FromProviderOptions): FromProviderResult
 
 // Only the declarations marked `export` above are public.
 export {}

@@ -248,7 +248,11 @@ class Session {
   }
 
   get messages() {
-    return run(this, 'messages', () => readPages(this[kNative].readMessages()))
+    return run(this, 'messages', () => readPages(this[kNative].readMessages(false)))
+  }
+
+  get allMessages() {
+    return run(this, 'allMessages', () => readPages(this[kNative].readMessages(true)))
   }
 
   envelopes(range) {
@@ -604,15 +608,62 @@ class Store {
 }
 
 // Checks messages the way the provider checks a request; returns the problems, [] when valid.
-function validateMessages(messages) {
+function validateMessages(messages, options) {
   if (!Array.isArray(messages)) throw fail('INVALID_INPUT', `validateMessages: expected an array, got ${describe(messages)}`)
-  return JSON.parse(native.validateMessages(toJson(messages, 'validateMessages')))
+  const o = object(options, 'validateMessages: options') ?? {}
+  for (const k of Object.keys(o)) {
+    if (k !== 'target') throw fail('INVALID_INPUT', `validateMessages: options.${k}: unknown option (expected target)`)
+  }
+  const target = o.target ?? 'anthropic'
+  if (typeof target !== 'string') throw fail('INVALID_INPUT', `validateMessages: options.target: expected a string, got ${describe(target)}`)
+  return JSON.parse(native.validateMessages(toJson(messages, 'validateMessages'), target))
+}
+
+// Provider converters: neutral messages (the stored Anthropic wire shape) to and from the request
+// and response shapes of Anthropic, OpenAI Chat Completions and the OpenAI Responses API. The
+// native side converts and checks; this only shapes arguments.
+function convertCall(name, list, options, what) {
+  if (!Array.isArray(list)) throw fail('INVALID_INPUT', `${name}: expected an array of ${what}, got ${describe(list)}`)
+  const opts = object(options, `${name}: options`)
+  return JSON.parse(native[name](toJson(list, name), optJson(opts, `${name}: options`)))
+}
+
+function toAnthropic(messages, options) {
+  return convertCall('toAnthropic', messages, options, 'messages')
+}
+
+function fromAnthropic(messages, options) {
+  return convertCall('fromAnthropic', messages, options, 'messages')
+}
+
+function toOpenAIChat(messages, options) {
+  return convertCall('toOpenAIChat', messages, options, 'messages')
+}
+
+function fromOpenAIChat(messages, options) {
+  return convertCall('fromOpenAIChat', messages, options, 'messages')
+}
+
+function toOpenAIResponses(messages, options) {
+  return convertCall('toOpenAIResponses', messages, options, 'messages')
+}
+
+// `items` may be a string, as the Responses API's `input` may: one user message.
+function fromOpenAIResponses(items, options) {
+  const list = typeof items === 'string' ? [{ role: 'user', content: items }] : items
+  return convertCall('fromOpenAIResponses', list, options, 'items')
 }
 
 module.exports = {
   Store,
   Session,
   validateMessages,
+  toAnthropic,
+  fromAnthropic,
+  toOpenAIChat,
+  fromOpenAIChat,
+  toOpenAIResponses,
+  fromOpenAIResponses,
   defaultStorePath: native.defaultStorePath,
   ERROR_CODES: Object.freeze([...CODES]),
 }

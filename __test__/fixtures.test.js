@@ -23,6 +23,13 @@ const FILLED = ['type', 'uuid', 'parentUuid', 'sessionId', 'seq', 'timestamp']
 const TOOL_CALLS = new Set(['tool_use', 'server_tool_use', 'mcp_tool_use'])
 const ZERO = () => ({ input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 })
 
+// What `messages` shows: the messages after the latest compact_boundary (Claude Code's summary
+// message comes right after it), all of them when there is none.
+function contextView(raw) {
+  const boundary = raw.findLastIndex((r) => r.type === 'system' && r.subtype === 'compact_boundary')
+  return raw.slice(boundary + 1).filter((r) => r.message).map((r) => normalizeMessage(r.message))
+}
+
 function blocksOf(m) {
   return typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content
 }
@@ -161,7 +168,8 @@ for (const { name, lines: lineCount } of FILES) {
       })
 
       const expectedMessages = raw.filter((r) => r.message).map((r) => normalizeMessage(r.message))
-      assertSameJson(back.messages, jsonClone(expectedMessages), 'messages')
+      assertSameJson(back.allMessages, jsonClone(expectedMessages), 'allMessages')
+      assertSameJson(back.messages, jsonClone(contextView(raw)), 'messages: the view from the latest compact_boundary')
       assert.equal(back.info.messageCount, expectedMessages.length)
 
       assert.deepStrictEqual(back.turns, computeTurns(raw))
@@ -177,11 +185,13 @@ for (const { name, lines: lineCount } of FILES) {
       const expectedMessages = jsonClone(raw.filter((r) => r.message).map((r) => normalizeMessage(r.message)))
       const turns = computeTurns(raw)
       assert.deepStrictEqual(report, { messageCount: expectedMessages.length, turnCount: turns.length, skipped: [] })
-      assertSameJson(session.messages, expectedMessages, 'messages (same process)')
+      assertSameJson(session.allMessages, expectedMessages, 'allMessages (same process)')
+      assertSameJson(session.messages, jsonClone(contextView(raw)), 'messages (same process)')
       store.close()
 
       const back = readInNewProcess(file, 'restored')
-      assertSameJson(back.messages, expectedMessages, 'messages (new process)')
+      assertSameJson(back.allMessages, expectedMessages, 'allMessages (new process)')
+      assertSameJson(back.messages, jsonClone(contextView(raw)), 'messages (new process)')
       assert.equal(back.envelopes.length, raw.length)
       back.envelopes.forEach((e, i) => assert.equal(e.seq, i))
       assert.deepStrictEqual(back.turns, turns)

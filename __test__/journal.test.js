@@ -460,7 +460,7 @@ describe('the journal of restored Claude Code sessions', () => {
         assert.equal(calls.length, 150)
         assert.equal(s.toolCalls({ state: 'failed' }).length, [...expected.values()].filter((v) => v.state === 'failed').length)
       }
-      assert.equal(report.messageCount, s.messages.length)
+      assert.equal(report.messageCount, s.allMessages.length)
       assert.deepStrictEqual(s.pendingRepairs(), [], 'a finished session needs no repair')
     })
   }

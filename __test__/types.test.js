@@ -39,9 +39,9 @@ function diagnostics(output) {
   return out
 }
 
-test('tsconfig.good.json (good.ts + misuse.ts) compiles with no error', () => {
+test('tsconfig.good.json (good.ts + misuse.ts + sdk-converters.ts) compiles with no error', () => {
   const config = JSON.parse(fs.readFileSync(path.join(typesDir, 'tsconfig.good.json'), 'utf8'))
-  assert.deepEqual(config.files.sort(), ['good.ts', 'misuse.ts'])
+  assert.deepEqual(config.files.sort(), ['good.ts', 'misuse.ts', 'sdk-converters.ts'])
   const { status, output } = tsc('-p', path.join(typesDir, 'tsconfig.good.json'))
   assert.equal(status, 0, `tsc failed:\n${output}`)
 })

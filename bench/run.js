@@ -13,7 +13,9 @@
 //
 // Then the recovery sections (bench/recovery.js: streaming persistence per chunk, recover() on a
 // 10k-message session), also runnable alone: node --expose-gc bench/recovery.js [stream,paced,recover].
-// BENCH_RECOVERY=0 skips them here.
+// BENCH_RECOVERY=0 skips them here. Then resuming a compacted session (bench/resume.js: 100k
+// records compacted to 2k vs 2k; BENCH_RESUME=0 skips it) and the accuracy of token estimates
+// on the real Claude Code fixtures (bench/estimate.js, no timing; BENCH_ESTIMATE=0 skips it).
 
 const fs = require('fs')
 const os = require('os')
@@ -374,6 +376,15 @@ async function main() {
       log('recovery (bench/recovery.js): streaming persistence and recover()')
       results.recovery = await require('./recovery.js').run({ quick: QUICK, log })
     }
+    if (process.env.BENCH_RESUME !== '0') {
+      log('resume (bench/resume.js): open + buildContext, 100k records compacted to 2k vs 2k')
+      results.resume = await require('./resume.js').run({ quick: QUICK, log })
+      results.targets.push(require('./resume.js').target(results.resume))
+    }
+    if (process.env.BENCH_ESTIMATE !== '0') {
+      log('token estimates (bench/estimate.js) on the real Claude Code fixtures')
+      results.estimate = require('./estimate.js').run({ log })
+    }
   } finally {
     launcher.stdin.end()
     if (process.env.BENCH_KEEP !== '1') fs.rmSync(dir, { recursive: true, force: true })
@@ -428,6 +439,8 @@ function printTable(results) {
   lines.push(`after ${results.config.append.messages} single appends (before close): ` + Object.entries(results.appendFiles).map(([e, f]) => `${e} ${f.onDiskMiB.toFixed(1)} MiB on disk (WAL ${f.walMiB.toFixed(1)} MiB)`).join(', '))
   lines.push(`lossless round trip: ${JSON.stringify(results.lossless)}`)
   if (results.recovery) lines.push(require('./recovery.js').format(results.recovery), '')
+  if (results.resume) lines.push(require('./resume.js').format(results.resume), '')
+  if (results.estimate) lines.push(require('./estimate.js').format(results.estimate), '')
   lines.push(`elapsed ${results.elapsedSeconds.toFixed(0)} s; results in ${path.relative(process.cwd(), RESULTS) || RESULTS}`)
   console.log(lines.join('\n'))
 }

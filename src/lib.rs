@@ -3,6 +3,7 @@
 #![deny(clippy::all)]
 
 mod context;
+mod convert;
 mod error;
 mod recovery;
 mod session;

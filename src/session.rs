@@ -6,7 +6,7 @@ use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
 use serde_json::{Map, Value};
-use threadline::{Session, SessionOptions, Source, Status, TokenPatch, PAGE_BYTES};
+use threadline::{MessageView, Session, SessionOptions, Source, Status, TokenPatch, PAGE_BYTES};
 
 use crate::error::{parse_json, parse_opt, to_js, to_json, Code, OrThrow, Result};
 use crate::store::async_error;
@@ -129,15 +129,16 @@ impl NativeSession {
         self.inner.restore_token_state(patch).or_throw()
     }
 
-    /// Every message, page by page, the next page read while JS parses the current one.
+    /// The messages of the current context (`full`: every message from the start), page by
+    /// page, the next page read while JS parses the current one.
     #[napi(catch_unwind)]
-    pub fn read_messages(&self) -> NativePages {
-        NativePages::new(threadline::pages(
-            &self.inner,
-            Source::Messages,
-            0,
-            PAGE_BYTES,
-        ))
+    pub fn read_messages(&self, full: bool) -> NativePages {
+        let view = if full {
+            MessageView::Full
+        } else {
+            MessageView::Context
+        };
+        NativePages::new(threadline::message_pages(&self.inner, view, PAGE_BYTES))
     }
 
     /// Envelopes of records `from_seq` to `from_seq + limit - 1`, read ahead like `read_messages`.

@@ -11,6 +11,7 @@ const session = store.openSession(sessionId)
 const result = {
   pid: process.pid,
   messages: session.messages,
+  allMessages: session.allMessages,
   envelopes: session.envelopes(),
   turns: session.turns,
   tokenTracker: session.tokenTracker,

@@ -120,3 +120,29 @@ export function misuses(store: Store, session: Session, block: ContentBlock, mes
   const code: ErrorCode = 'OOPS'
   void code
 }
+
+// ---- provider converters ---------------------------------------------------------------------
+import { fromOpenAIChat, fromOpenAIResponses, toAnthropic, toOpenAIChat, toOpenAIResponses, validateMessages } from 'threadline'
+
+export function converterMisuses(messages: Message[]): void {
+  // @ts-expect-error the neutral model has no system role: give the system prompt as an option
+  toOpenAIChat([{ role: 'system', content: 'Be terse.' }])
+  // @ts-expect-error the system prompt is a string or text blocks
+  toAnthropic(messages, { system: 42 })
+  // @ts-expect-error an id map maps strings to strings
+  fromOpenAIChat([], { idMap: { tl_1: 1 } })
+  // @ts-expect-error fromOpenAIChat takes Chat Completions messages: a tool message needs tool_call_id
+  fromOpenAIChat([{ role: 'tool', content: 'ok' }])
+  // @ts-expect-error the Chat Completions result is messages, not input
+  toOpenAIChat(messages).input
+  // @ts-expect-error fromOpenAIResponses takes no system option (system items are in the list)
+  fromOpenAIResponses([], { system: 'x' })
+  // @ts-expect-error the Responses result has no system beside the items
+  toOpenAIResponses(messages).system
+  // @ts-expect-error a Chat Completions context has its system prompt in messages[0]
+  session.buildContext({ target: 'openai-chat', system: 'Be terse.' }).system
+  // @ts-expect-error an unknown target
+  session.buildContext({ target: 'gemini' })
+  // @ts-expect-error validateMessages checks for a known target
+  validateMessages([], { target: 'gemini' })
+}

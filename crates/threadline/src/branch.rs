@@ -80,20 +80,42 @@ impl Session {
                 current: true,
                 forked_at_uuid: None,
             }];
+            // Every record a rewind left, with the records of its branch.
+            let mut left: Vec<(Branch, Vec<(u64, u64)>)> = Vec::new();
             for (from, to) in rewinds(&conn, self.num)?.into_iter().rev() {
                 let Some(seq) = Session::seq_of(&conn, self.num, &from)? else {
                     continue;
                 };
-                if on_path(seq) || out.iter().any(|b| b.leaf_uuid == from) {
+                if on_path(seq)
+                    || out.iter().any(|b| b.leaf_uuid == from)
+                    || left.iter().any(|(b, _)| b.leaf_uuid == from)
+                {
                     continue;
                 }
-                out.push(Branch {
-                    leaf_uuid: from,
-                    leaf_seq: seq,
-                    message_count: state_at(&conn, self.num, seq)?.messages,
-                    current: false,
-                    forked_at_uuid: Some(to),
+                let state = state_at(&conn, self.num, seq)?;
+                left.push((
+                    Branch {
+                        leaf_uuid: from,
+                        leaf_seq: seq,
+                        message_count: state.messages,
+                        current: false,
+                        forked_at_uuid: Some(to),
+                    },
+                    state.path(seq),
+                ));
+            }
+            // A record that another branch continues is not the end of a branch (left by
+            // rewinding twice: first to it, then away from it).
+            for (i, (b, _)) in left.iter().enumerate() {
+                let continued = left.iter().enumerate().any(|(j, (_, path))| {
+                    j != i
+                        && path
+                            .iter()
+                            .any(|&(f, t)| f <= b.leaf_seq && b.leaf_seq <= t)
                 });
+                if !continued {
+                    out.push(b.clone());
+                }
             }
             Ok(out)
         };

@@ -2,6 +2,8 @@
 //! the last turns kept), and the compaction record that moves the start of the context. Nothing
 //! is deleted: the history stays, and only a committed compaction moves the starting point.
 
+use std::collections::HashMap;
+
 use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -10,10 +12,56 @@ use crate::context::{self, estimate_chars};
 use crate::envelope::Draft;
 use crate::error::{Error, Result};
 use crate::session::{Session, ViewRecord};
-use crate::state::CompactionPoint;
+use crate::state::{CompactionPoint, State};
 
 /// The turns kept by default, newest first.
 pub const KEEP_TURNS: usize = 2;
+
+const SUMMARY_PREAMBLE: &str =
+    "This session continues from an earlier conversation, summarised here:\n\n";
+
+/// Where the current context starts.
+#[derive(Default)]
+pub(crate) struct Start {
+    /// the first record after the latest compaction (0 without one)
+    pub seq: u64,
+    /// the summary, as the user message that goes first. Claude Code's boundary has none of its
+    /// own: its summary is the user message right after it.
+    pub summary: Option<ViewRecord>,
+    /// tokens per character as calibrated before the compaction, for the requests after it
+    /// until a response reports usage again
+    pub tokens_per_char: Option<f64>,
+}
+
+pub(crate) fn start(conn: &Connection, num: i64, state: &State) -> Result<Start> {
+    let Some(cp) = &state.compaction else {
+        return Ok(Start::default());
+    };
+    let record = Session::record(conn, num, cp.seq)?.unwrap_or_default();
+    let compaction = record.get("compaction");
+    let summary = compaction
+        .and_then(|c| c.get("summary"))
+        .and_then(Value::as_str)
+        .map(|summary| ViewRecord {
+            // It stands where the kept records start (the compaction record itself comes after
+            // them in the log), so ranges of the context stay in order.
+            seq: cp.kept,
+            uuid: record
+                .get("uuid")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            provider: None,
+            message: json!({"role": "user", "content": [{"type": "text", "text": format!("{SUMMARY_PREAMBLE}{summary}")}]}),
+        });
+    Ok(Start {
+        seq: cp.kept,
+        summary,
+        tokens_per_char: compaction
+            .and_then(|c| c.get("tokensPerChar"))
+            .and_then(Value::as_f64),
+    })
+}
 
 /// The compaction point a record sets, if it is one: Threadline's `compaction` record, or Claude
 /// Code's `compact_boundary` (the summary is the user message right after it).
@@ -101,11 +149,16 @@ impl Session {
     }
 
     /// Appends a compaction record (summary, first kept record, tokens before and after, trigger)
-    /// in one transaction; the context starts there from now on.
+    /// in one transaction; the context starts there from now on. `InvalidInput` (nothing written)
+    /// when there is nothing to summarise (the context has no more than `keep_turns` turns, or
+    /// `first_kept_uuid` starts it) or when `first_kept_uuid` would part a tool call from its
+    /// result.
     pub fn compact(&self, options: CompactOptions) -> Result<Map<String, Value>> {
         let run = || {
             if options.summary.trim().is_empty() {
-                return Err(Error::InvalidInput("summary: must not be empty".into()));
+                return Err(Error::InvalidInput(
+                    "options.summary: must not be empty".into(),
+                ));
             }
             if let Some(t) = options
                 .trigger
@@ -113,48 +166,68 @@ impl Session {
                 .filter(|t| !["auto", "manual"].contains(t))
             {
                 return Err(Error::InvalidInput(format!(
-                    "trigger: expected 'auto' or 'manual', got '{t}'"
+                    "options.trigger: expected 'auto' or 'manual', got '{t}'"
                 )));
             }
             let (env, _) = {
                 let conn = self.conn()?;
-                let (view, ratio) = context::current_view(&conn, self)?;
+                let (view, ratio, calibrated) = context::view_and_ratio(&conn, self)?;
                 let before = view.iter().map(|r| estimate_chars(&r.message)).sum::<u64>();
                 let first_kept = match &options.first_kept_uuid {
                     Some(u) => {
-                        if !view.iter().any(|r| &r.uuid == u) {
+                        let summary_seq = self.read_tail(&conn)?.state.compaction.map(|c| c.seq);
+                        let at = view.iter().position(|r| &r.uuid == u).ok_or_else(|| {
+                            Error::InvalidInput(format!(
+                                "options.firstKeptUuid: '{u}' is not a message of the current context"
+                            ))
+                        })?;
+                        // The summary of the previous compaction is not a record that can be
+                        // kept (keeping from it would lose what that compaction kept).
+                        if at == 0 || Some(view[at].seq) == summary_seq {
                             return Err(Error::InvalidInput(format!(
-                                "firstKeptUuid: '{u}' is not a message of the current context"
+                                "options.firstKeptUuid: '{u}' starts the current context: nothing before it to summarise"
                             )));
                         }
-                        Some(u.clone())
+                        if let Some((_, _, id)) = call_spans(&view)
+                            .into_iter()
+                            .find(|&(f, t, _)| f <= at && at <= t)
+                        {
+                            return Err(Error::InvalidInput(format!(
+                                "options.firstKeptUuid: '{u}' would part tool call '{id}' from its result (keep from a turn start: compactionPlan gives one)"
+                            )));
+                        }
+                        u.clone()
                     }
                     None => {
-                        plan(&view, ratio, 0, options.keep_turns.unwrap_or(KEEP_TURNS))
-                            .first_kept_uuid
+                        let keep = options.keep_turns.unwrap_or(KEEP_TURNS);
+                        plan(&view, ratio, 0, keep).first_kept_uuid.ok_or_else(|| {
+                            Error::InvalidInput(format!(
+                                "nothing to summarise: the context has {} turn(s) and options.keepTurns keeps the last {}",
+                                context::turn_starts(&view).len(),
+                                keep.max(1)
+                            ))
+                        })?
                     }
                 };
-                let kept_chars: u64 = match &first_kept {
-                    Some(u) => view
-                        .iter()
-                        .skip_while(|r| &r.uuid != u)
-                        .map(|r| estimate_chars(&r.message))
-                        .sum(),
-                    None => 0,
-                };
+                let kept_chars: u64 = view
+                    .iter()
+                    .skip_while(|r| r.uuid != first_kept)
+                    .map(|r| estimate_chars(&r.message))
+                    .sum();
                 let after =
                     ((kept_chars + options.summary.len() as u64) as f64 * ratio).ceil() as u64;
                 let mut c = Map::new();
                 c.insert("summary".into(), Value::String(options.summary.clone()));
-                c.insert(
-                    "firstKeptUuid".into(),
-                    first_kept.map_or(Value::Null, Value::String),
-                );
+                c.insert("firstKeptUuid".into(), Value::String(first_kept));
                 c.insert(
                     "tokensBefore".into(),
                     json!((before as f64 * ratio).ceil() as u64),
                 );
                 c.insert("tokensAfter".into(), json!(after));
+                if calibrated {
+                    // The requests right after this one have no usage of their own to go by.
+                    c.insert("tokensPerChar".into(), json!(ratio));
+                }
                 c.insert(
                     "trigger".into(),
                     Value::String(options.trigger.clone().unwrap_or_else(|| "manual".into())),
@@ -179,11 +252,16 @@ fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> Com
     };
     let before = tokens(view);
     let keep = keep.max(1).min(turns.len());
-    // Cut at a turn start: everything before it is summarised.
+    let parted = parting(view);
+    // Cut at a turn start: everything before it is summarised. Never where a call before the
+    // cut has its result after it (a prompt can carry the results of the response before it).
     let mut cut = 0;
     for (i, &start) in turns.iter().enumerate() {
         if i + keep > turns.len() {
             break;
+        }
+        if parted[start] {
+            continue;
         }
         cut = start;
         if tokens(&view[start..]) <= target_tokens {
@@ -211,6 +289,54 @@ fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> Com
         turns_summarised: turns.iter().filter(|&&s| s < cut).count(),
         turns_kept: turns.iter().filter(|&&s| s >= cut).count(),
     }
+}
+
+/// The spans of the view a cut must not fall in: `(from, to, id)` when a cut right before any
+/// index in `from..=to` would part tool call `id` (before the cut) from its result (after it).
+fn call_spans(view: &[ViewRecord]) -> Vec<(usize, usize, &str)> {
+    let mut call_at: HashMap<&str, usize> = HashMap::new();
+    let mut spans = Vec::new();
+    for (j, r) in view.iter().enumerate() {
+        let blocks = r.message.get("content").and_then(Value::as_array);
+        for b in blocks.into_iter().flatten() {
+            let field = |k: &str| b.get(k).and_then(Value::as_str);
+            match field("type") {
+                Some("tool_use") => {
+                    if let Some(id) = field("id") {
+                        call_at.entry(id).or_insert(j);
+                    }
+                }
+                Some("tool_result") => {
+                    if let Some(&c) = field("tool_use_id")
+                        .and_then(|id| call_at.get(id))
+                        .filter(|&&c| c < j)
+                    {
+                        spans.push((c + 1, j, field("tool_use_id").unwrap_or_default()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    spans
+}
+
+/// For each index `i` of the view: whether a cut right before it parts a call from its result.
+fn parting(view: &[ViewRecord]) -> Vec<bool> {
+    let mut depth = vec![0i64; view.len() + 1];
+    for (from, to, _) in call_spans(view) {
+        depth[from] += 1;
+        depth[to + 1] -= 1;
+    }
+    let mut open = 0;
+    depth
+        .iter()
+        .take(view.len())
+        .map(|d| {
+            open += d;
+            open > 0
+        })
+        .collect()
 }
 
 /// A message as plain text for a summarising model: `User:` / `Assistant:` lines, tool calls and

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::compaction;
+use crate::convert::{self, IdMap, Warning};
 use crate::error::{Error, Result};
 use crate::journal;
 use crate::session::{Session, ViewRecord};
@@ -72,7 +74,7 @@ pub struct Previewed {
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextStats {
-    /// where the context starts: the latest compaction's record, else 0
+    /// the first record of the context: the first kept after the latest compaction, else 0
     pub start_seq: u64,
     pub compacted: bool,
     /// messages sent (after merging a response split over several records)
@@ -94,6 +96,10 @@ pub struct ContextStats {
     pub dropped_thinking: u64,
     /// tool_use / tool_result blocks left out because their counterpart is not in the context
     pub unpaired: Vec<Value>,
+    /// what the target cannot express, as the converter said it (paths into the neutral messages)
+    pub warnings: Vec<Warning>,
+    /// tool-call ids the target does not accept, mapped: the id sent -> the stored id
+    pub id_map: IdMap,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -108,9 +114,6 @@ pub struct Context {
 /// Characters per token of message JSON when the session has no usage to calibrate on.
 pub const DEFAULT_TOKENS_PER_CHAR: f64 = 0.25;
 
-const SUMMARY_PREAMBLE: &str =
-    "This session continues from an earlier conversation, summarised here:\n\n";
-
 /// A message, with the records it came from.
 struct Msg {
     message: Value,
@@ -123,6 +126,7 @@ impl Session {
     /// The next request for `options.target`.
     pub fn build_context(&self, options: &ContextOptions) -> Result<Context> {
         let run = || {
+            check_system(options.system.as_ref())?;
             let conn = self.conn()?;
             let (view, ratio, calibrated) = view_and_ratio(&conn, self)?;
             let mut stats = ContextStats {
@@ -138,24 +142,31 @@ impl Session {
             // A turn can start with the results of the response before it (merged into the
             // prompt's message): cut there, those results lose their call.
             let kept = pair(budget(msgs, options, ratio, &mut stats), &mut stats);
+            // What is sent, counted after the results of dropped calls left it.
+            stats.estimated_tokens = estimate(&kept, options, ratio);
+            stats.fits = fits(options, stats.estimated_tokens, kept.len());
             let messages: Vec<Value> = kept.into_iter().map(|m| m.message).collect();
             debug_assert!(validate_messages(&messages).is_empty());
-            stats.messages = messages.len() as u64;
-            let system = options.system.clone();
-            match options.target {
-                Target::Anthropic => Ok(Context {
-                    system,
-                    messages,
-                    stats,
-                }),
-                other => Err(Error::InvalidInput(format!(
-                    "target: '{}' is not supported yet",
-                    serde_json::to_value(other)
-                        .unwrap_or_default()
-                        .as_str()
-                        .unwrap_or_default()
-                ))),
-            }
+            let system = options.system.as_ref().filter(|s| !s.is_null());
+            let out = match options.target {
+                Target::Anthropic => convert::to_anthropic(&messages, system),
+                Target::OpenAiChat => convert::to_openai_chat(&messages, system),
+                Target::OpenAiResponses => convert::to_openai_responses(&messages, system),
+            };
+            debug_assert!(match options.target {
+                Target::Anthropic => validate_messages(&out.messages).is_empty(),
+                Target::OpenAiChat => convert::validate_openai_chat(&out.messages).is_empty(),
+                Target::OpenAiResponses =>
+                    convert::validate_openai_responses(&out.messages).is_empty(),
+            });
+            stats.messages = out.messages.len() as u64;
+            stats.warnings = out.warnings;
+            stats.id_map = out.id_map;
+            Ok(Context {
+                system: out.system,
+                messages: out.messages,
+                stats,
+            })
         };
         run().map_err(|e: Error| e.during("buildContext"))
     }
@@ -163,6 +174,9 @@ impl Session {
     /// The full output of a tool call (what a preview in the context stands for).
     pub fn read_tool_output(&self, id: &str) -> Result<Value> {
         let run = || {
+            if let Some(on_branch) = self.result_on_branch(id)? {
+                return Ok(on_branch.get("content").cloned().unwrap_or_default());
+            }
             let result = self.cached_tool_result(id)?;
             if result.is_none() {
                 let conn = self.conn()?;
@@ -183,6 +197,36 @@ impl Session {
     }
 }
 
+impl Session {
+    /// The journal keeps a call's first result. After a rewind past it, the current branch may
+    /// hold another one: that is the one the context shows.
+    fn result_on_branch(&self, id: &str) -> Result<Option<Value>> {
+        let conn = self.conn()?;
+        let Some(entry) = journal::get(&conn, self.num, id)? else {
+            return Ok(None);
+        };
+        let tail = self.read_tail(&conn)?;
+        let Some(last) = tail.next_seq.checked_sub(1) else {
+            return Ok(None);
+        };
+        let path = tail.state.path(last);
+        let on_path = |seq: u64| path.iter().any(|&(f, t)| f <= seq && seq <= t);
+        if entry.result_seq.is_none_or(on_path) {
+            return Ok(None);
+        }
+        let view = Session::view_from(&conn, self.num, entry.call_seq, &path)?;
+        Ok(view
+            .iter()
+            .rev()
+            .flat_map(|r| blocks(&r.message).iter().rev())
+            .find(|b| {
+                block_type(b) == "tool_result"
+                    && b.get("tool_use_id").and_then(Value::as_str) == Some(id)
+            })
+            .cloned())
+    }
+}
+
 /// The messages of the current context (from the latest compaction: its summary first) and the
 /// tokens-per-character ratio for estimates.
 pub(crate) fn current_view(
@@ -193,35 +237,26 @@ pub(crate) fn current_view(
     Ok((view, ratio))
 }
 
-fn view_and_ratio(
+pub(crate) fn view_and_ratio(
     conn: &rusqlite::Connection,
     s: &Session,
 ) -> Result<(Vec<ViewRecord>, f64, bool)> {
     let tail = s.read_tail(conn)?;
-    let mut view = Vec::new();
-    let mut start = 0;
-    if let Some(cp) = &tail.state.compaction {
-        start = cp.kept;
-        let record = Session::record(conn, s.num, cp.seq)?.unwrap_or_default();
-        let summary = record
-            .get("compaction")
-            .and_then(|c| c.get("summary"))
-            .and_then(Value::as_str);
-        if let Some(summary) = summary {
-            view.push(ViewRecord {
-                seq: cp.seq,
-                uuid: record.get("uuid").and_then(Value::as_str).unwrap_or_default().to_string(),
-                provider: None,
-                message: json!({"role": "user", "content": [{"type": "text", "text": format!("{SUMMARY_PREAMBLE}{summary}")}]}),
-            });
-        }
-    }
+    let compaction::Start {
+        seq: start,
+        summary,
+        tokens_per_char,
+    } = compaction::start(conn, s.num, &tail.state)?;
+    let mut view: Vec<ViewRecord> = summary.into_iter().collect();
     let path = tail
         .next_seq
         .checked_sub(1)
         .map_or(Vec::new(), |last| tail.state.path(last));
     view.extend(Session::view_from(conn, s.num, start, &path)?);
-    let (ratio, calibrated) = calibrate(&view);
+    let (ratio, calibrated) = match (calibrate(&view), tokens_per_char) {
+        ((_, false), Some(before)) => (before, true),
+        (found, _) => found,
+    };
     Ok((view, ratio, calibrated))
 }
 
@@ -248,9 +283,20 @@ fn calibrate(view: &[ViewRecord]) -> (f64, bool) {
     }
 }
 
-/// Characters of a message as JSON (what the estimate counts).
+/// Characters of a message as a request carries it: its content blocks as JSON. The fields
+/// around them (usage, ids, model) are not sent, and a response stored as several records is
+/// sent as one message: counting blocks gives both the same count.
 pub(crate) fn estimate_chars(message: &Value) -> u64 {
-    serde_json::to_string(message).map_or(0, |s| s.chars().count() as u64)
+    match message.get("content") {
+        Some(Value::Array(blocks)) => blocks.iter().map(json_chars).sum(),
+        Some(other) => json_chars(other),
+        None => 0,
+    }
+}
+
+/// Characters of a value as JSON.
+pub(crate) fn json_chars(v: &Value) -> u64 {
+    serde_json::to_string(v).map_or(0, |s| s.chars().count() as u64)
 }
 
 /// Indices of the view where a turn starts (a prompt; the first message always).
@@ -316,7 +362,7 @@ fn shape(view: Vec<ViewRecord>, o: &ContextOptions, stats: &mut ContextStats) ->
                                 .and_then(Value::as_str)
                                 .is_some_and(|s| !s.is_empty())
                     }
-                    "redacted_thinking" => keep_thinking,
+                    "redacted_thinking" | "openai_reasoning" => keep_thinking,
                     _ => true,
                 });
                 stats.dropped_thinking += (before - content.len()) as u64;
@@ -341,7 +387,17 @@ fn shape(view: Vec<ViewRecord>, o: &ContextOptions, stats: &mut ContextStats) ->
 
 /// Thinking goes back only to the provider and model that wrote it (signatures are theirs).
 fn same_model(message: &Value, provider: Option<&str>, o: &ContextOptions) -> bool {
-    let provider = provider.unwrap_or("anthropic");
+    // Without a provider in the envelope, a message that carries Responses reasoning came from
+    // OpenAI; anything else is taken as Anthropic's (the stored shape).
+    let inferred = if blocks(message)
+        .iter()
+        .any(|b| block_type(b) == "openai_reasoning")
+    {
+        "openai"
+    } else {
+        "anthropic"
+    };
+    let provider = provider.unwrap_or(inferred);
     if provider != o.target.provider() {
         return false;
     }
@@ -469,44 +525,124 @@ fn drop_leading_assistant(mut msgs: Vec<Msg>) -> Vec<Msg> {
     msgs
 }
 
+/// The system prompt goes to the provider as given: a string or text blocks.
+fn check_system(system: Option<&Value>) -> Result<()> {
+    let bad = |what: String| Err(Error::InvalidInput(format!("options.system{what}")));
+    match system {
+        None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
+        Some(Value::Array(blocks)) => {
+            for (i, b) in blocks.iter().enumerate() {
+                if block_type(b) != "text" || !b.get("text").is_some_and(Value::is_string) {
+                    return bad(format!(
+                        "[{i}]: expected a text block {{ type: 'text', text: string }}"
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Some(other) => bad(format!(
+            ": expected a string or an array of text blocks, got {}",
+            json_kind(other)
+        )),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn tokens_of(chars: u64, ratio: f64) -> u64 {
+    (chars as f64 * ratio).ceil() as u64
+}
+
+fn system_tokens(o: &ContextOptions, ratio: f64) -> u64 {
+    o.system
+        .as_ref()
+        .map_or(0, |s| tokens_of(json_chars(s), ratio))
+}
+
+/// Estimated tokens of a request: the system prompt and the messages.
+fn estimate(msgs: &[Msg], o: &ContextOptions, ratio: f64) -> u64 {
+    system_tokens(o, ratio)
+        + msgs
+            .iter()
+            .map(|m| tokens_of(estimate_chars(&m.message), ratio))
+            .sum::<u64>()
+}
+
+fn fits(o: &ContextOptions, tokens: u64, messages: usize) -> bool {
+    o.max_tokens.is_none_or(|t| tokens <= t) && o.max_messages.is_none_or(|m| messages as u64 <= m)
+}
+
 /// Whole turns, oldest first, until the rest fits `max_tokens` and `max_messages`. The latest
 /// turn always stays.
 fn budget(msgs: Vec<Msg>, o: &ContextOptions, ratio: f64, stats: &mut ContextStats) -> Vec<Msg> {
-    let tokens = |m: &Msg| (estimate_chars(&m.message) as f64 * ratio).ceil() as u64;
-    let system = o
-        .system
-        .as_ref()
-        .map_or(0, |s| (estimate_chars(s) as f64 * ratio).ceil() as u64);
+    // Each message is counted once: serialising is most of what an estimate costs.
+    let tokens: Vec<u64> = msgs
+        .iter()
+        .map(|m| tokens_of(estimate_chars(&m.message), ratio))
+        .collect();
     let refs: Vec<&Value> = msgs.iter().map(|m| &m.message).collect();
     let turns = starts(&refs);
-    let total: u64 = system + msgs.iter().map(tokens).sum::<u64>();
-    let fits = |from: usize, sum: u64| {
-        o.max_tokens.is_none_or(|t| sum <= t)
-            && o.max_messages
-                .is_none_or(|m| (msgs.len() - from) as u64 <= m)
+    // Cut at a turn, the results at the head of its prompt lose their call and are left out.
+    let orphaned = |i: usize| -> u64 {
+        if i == 0 {
+            return 0;
+        }
+        let results = blocks(&msgs[i].message)
+            .iter()
+            .filter(|b| block_type(b) == "tool_result")
+            .map(json_chars)
+            .sum::<u64>();
+        tokens_of(results, ratio).min(tokens[i])
     };
-    let mut sum = total;
+    let mut sum = system_tokens(o, ratio) + tokens.iter().sum::<u64>();
     let mut cut_turn = 0;
-    while cut_turn + 1 < turns.len() && !fits(turns[cut_turn], sum) {
+    while cut_turn + 1 < turns.len()
+        && !fits(
+            o,
+            sum - orphaned(turns[cut_turn]),
+            msgs.len() - turns[cut_turn],
+        )
+    {
         let (a, b) = (turns[cut_turn], turns[cut_turn + 1]);
-        sum -= msgs[a..b].iter().map(tokens).sum::<u64>();
+        sum -= tokens[a..b].iter().sum::<u64>();
         cut_turn += 1;
     }
     let cut = turns.get(cut_turn).copied().unwrap_or(0);
-    stats.fits = fits(cut, sum);
-    stats.estimated_tokens = sum;
     stats.kept_turns = (turns.len() - cut_turn) as u64;
     stats.dropped_turns = cut_turn as u64;
     let mut msgs = msgs;
     let kept = msgs.split_off(cut);
-    if let (Some(first), Some(last)) = (msgs.first(), msgs.last()) {
-        stats.dropped.push(Dropped {
-            from_seq: first.first_seq,
-            to_seq: last.last_seq,
-            messages: msgs.len() as u64,
-        });
-    }
+    stats.dropped = dropped_ranges(&msgs);
     stats.dropped_records = msgs.iter().map(|m| m.records).sum();
     stats.kept_records = kept.iter().map(|m| m.records).sum();
     kept
+}
+
+/// The seq ranges of dropped messages. A compaction's summary carries the seq of the compaction
+/// record, after the records it kept: it is a range of its own.
+fn dropped_ranges(msgs: &[Msg]) -> Vec<Dropped> {
+    let mut out: Vec<Dropped> = Vec::new();
+    for m in msgs {
+        match out.last_mut() {
+            Some(d) if m.first_seq > d.to_seq => {
+                d.to_seq = m.last_seq;
+                d.messages += 1;
+            }
+            _ => out.push(Dropped {
+                from_seq: m.first_seq,
+                to_seq: m.last_seq,
+                messages: 1,
+            }),
+        }
+    }
+    out
 }

@@ -29,6 +29,7 @@ mod checkpoint;
 mod clock;
 mod compaction;
 mod context;
+pub mod convert;
 mod encode;
 mod envelope;
 mod error;
@@ -54,6 +55,11 @@ mod validate;
 pub use branch::Branch;
 pub use compaction::{CompactOptions, CompactionPlan};
 pub use context::{Context, ContextOptions, ContextStats, Reasoning, Target};
+pub use convert::{
+    from_anthropic, from_openai_chat, from_openai_responses, to_anthropic, to_openai_chat,
+    to_openai_responses, validate_openai_chat, validate_openai_responses, Converted, FromConverted,
+    Warning,
+};
 pub use envelope::Draft;
 pub use error::{Error, Result};
 pub use journal::CallState;
@@ -62,10 +68,10 @@ pub use message::Role;
 pub use options::{
     from_json, Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
 };
-pub use readahead::{pages, PageStream, Source};
+pub use readahead::{message_pages, pages, PageStream, Source};
 pub use recovery::{RecoverOptions, RecoveryReport, Repair, RepairKind, UnknownOutcome};
 pub use response::{ResponseOptions, ResponseWriter};
-pub use session::{ContextFill, Page, RestoreReport, Session, Skipped, PAGE_BYTES};
+pub use session::{ContextFill, MessageView, Page, RestoreReport, Session, Skipped, PAGE_BYTES};
 pub use state::{TokenPatch, TokenTracker, Turn, TurnStatus};
 pub use store::{default_store_path, Store};
 pub use stream::{Assembler, Pushed};

@@ -6,7 +6,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::session::{Page, Session};
+use crate::session::{MessageView, Page, Session};
 
 /// What to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,8 @@ pub enum Source {
 
 /// Pages of a bulk read, in order; the first is read before this is returned.
 pub struct PageStream {
+    /// a page that goes before the read ones (a compaction's summary)
+    before: Option<Page>,
     first: Option<Result<Page>>,
     rest: Rest,
 }
@@ -40,6 +42,9 @@ impl Iterator for PageStream {
     type Item = Result<Page>;
 
     fn next(&mut self) -> Option<Result<Page>> {
+        if let Some(p) = self.before.take() {
+            return Some(Ok(p));
+        }
         if let Some(p) = self.first.take() {
             return Some(p);
         }
@@ -79,6 +84,7 @@ pub fn pages(
     let first = read(session, source, from_seq, max_bytes);
     let Some(next) = first.as_ref().ok().and_then(|p| p.next) else {
         return PageStream {
+            before: None,
             first: Some(first),
             rest: Rest::Done,
         };
@@ -108,8 +114,28 @@ pub fn pages(
         },
     };
     PageStream {
+        before: None,
         first: Some(first),
         rest,
+    }
+}
+
+/// The messages of `view` in pages: from the latest compaction (its summary first), or all.
+pub fn message_pages(session: &Arc<Session>, view: MessageView, max_bytes: usize) -> PageStream {
+    match session.message_start(view) {
+        Err(e) => PageStream {
+            before: None,
+            first: Some(Err(e)),
+            rest: Rest::Done,
+        },
+        Ok((start, first)) => {
+            let mut stream = pages(session, Source::Messages, start, max_bytes);
+            stream.before = first.map(|m| Page {
+                json: serde_json::to_vec(&[m]).unwrap_or_default(),
+                next: None,
+            });
+            stream
+        }
     }
 }
 

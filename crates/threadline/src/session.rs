@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::blob::{self, Expander};
 use crate::clock;
+use crate::compaction;
 use crate::encode::{encode_envelope, MESSAGE_MARK};
 use crate::envelope::{Defaults, Draft};
 use crate::error::{Error, Result};
@@ -25,6 +26,16 @@ use crate::txn::Txn;
 use crate::usage::Usage;
 
 /// What a handle knows of its session's end: enough to append without reading anything else.
+/// Which messages `messages` gives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MessageView {
+    /// from the latest compaction: its summary, then the records it kept and what came after
+    #[default]
+    Context,
+    /// every message from the start, across compactions
+    Full,
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tail {
     pub next_seq: u64,
@@ -680,9 +691,37 @@ impl Session {
             .map_err(|e| e.during("envelopes"))
     }
 
-    /// The messages, in order: records with `includeInContext: false` and events left out.
+    /// The messages of the current context, in order: from the latest compaction (its summary
+    /// first) on the current branch; records with `includeInContext: false` and events left out.
     pub fn messages(&self) -> Result<Vec<Value>> {
-        collect(|from| self.messages_page(from, PAGE_BYTES))
+        self.messages_in(MessageView::Context)
+    }
+
+    /// Every message of the current branch from the start, across compactions.
+    pub fn all_messages(&self) -> Result<Vec<Value>> {
+        self.messages_in(MessageView::Full)
+    }
+
+    pub fn messages_in(&self, view: MessageView) -> Result<Vec<Value>> {
+        let (start, first) = self.message_start(view)?;
+        let mut out: Vec<Value> = first.into_iter().collect();
+        out.extend(collect(start, |from| self.messages_page(from, PAGE_BYTES))?);
+        Ok(out)
+    }
+
+    /// Where the messages of `view` start, and the message that goes before them (the summary
+    /// of a compaction).
+    pub(crate) fn message_start(&self, view: MessageView) -> Result<(u64, Option<Value>)> {
+        if view == MessageView::Full {
+            return Ok((0, None));
+        }
+        let run = || {
+            let conn = self.conn()?;
+            let tail = self.read_tail(&conn)?;
+            let start = compaction::start(&conn, self.num, &tail.state)?;
+            Ok((start.seq, start.summary.map(|r| r.message)))
+        };
+        run().map_err(|e: Error| e.during("messages"))
     }
 
     /// Every record's envelope, from `from_seq`, at most `limit`.
@@ -987,9 +1026,9 @@ fn parse_page(page: &Page) -> Result<Vec<Value>> {
         .map_err(|e| Error::StoreCorrupt(format!("a stored record is damaged: {e}")))
 }
 
-fn collect(mut page: impl FnMut(u64) -> Result<Page>) -> Result<Vec<Value>> {
+fn collect(start: u64, mut page: impl FnMut(u64) -> Result<Page>) -> Result<Vec<Value>> {
     let mut out = Vec::new();
-    let mut from = Some(0);
+    let mut from = Some(start);
     while let Some(f) = from {
         let p = page(f)?;
         out.extend(parse_page(&p)?);

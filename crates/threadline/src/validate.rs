@@ -44,6 +44,9 @@ pub enum ProblemCode {
     DuplicateToolUseId,
     /// tool_result blocks must come before any other block of their message.
     ToolResultNotFirst,
+    /// A tool-call id the provider does not accept (OpenAI: too long). Reported by the OpenAI
+    /// validators of `convert` only.
+    InvalidToolId,
 }
 
 struct Call {

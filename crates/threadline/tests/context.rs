@@ -1,10 +1,11 @@
-//! Building requests (Anthropic target) and compaction, on the real Claude Code sessions.
+//! Building requests (for every target) and compaction, on the real Claude Code sessions.
 
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use threadline::{
-    validate_messages, CompactOptions, ContextOptions, Reasoning, Session, SessionOptions, Target,
+    validate_messages, validate_openai_chat, validate_openai_responses, CompactOptions,
+    ContextOptions, Reasoning, Session, SessionOptions, Target,
 };
 
 fn fixture(name: &str) -> Vec<Value> {
@@ -112,7 +113,72 @@ fn every_budget_cut_of_a_real_session_is_a_valid_request_that_keeps_the_latest_p
                 .unwrap();
             assert!(validate_messages(&c.messages).is_empty());
         }
+        // The same cuts for the OpenAI targets: each output passes that API's checks.
+        for target in [Target::OpenAiChat, Target::OpenAiResponses] {
+            for step in 1..=10 {
+                let c = s
+                    .build_context(&ContextOptions {
+                        target,
+                        max_tokens: Some(total * step / 10),
+                        system: Some(json!("You are terse.")),
+                        ..options()
+                    })
+                    .unwrap();
+                let problems = match target {
+                    Target::OpenAiChat => validate_openai_chat(&c.messages),
+                    _ => validate_openai_responses(&c.messages),
+                };
+                assert!(
+                    problems.is_empty(),
+                    "{name} {target:?} at step {step}: {problems:?}"
+                );
+                assert_eq!(
+                    c.messages[0]["role"], "system",
+                    "{target:?}: the system prompt goes first"
+                );
+            }
+            // Thinking cannot be expressed there: it is said, not dropped silently.
+            let c = s
+                .build_context(&ContextOptions {
+                    target,
+                    ..options()
+                })
+                .unwrap();
+            assert_eq!(
+                c.stats
+                    .warnings
+                    .iter()
+                    .any(|w| w.code == "thinking_dropped"),
+                full_has_thinking(&full.messages),
+                "{name} {target:?}: {:?}",
+                c.stats.warnings
+            );
+        }
     }
+}
+
+fn full_has_thinking(messages: &[Value]) -> bool {
+    messages.iter().any(|m| {
+        m["content"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|b| b["type"] == "thinking"))
+    })
+}
+
+#[test]
+fn the_anthropic_target_sends_role_and_content_only() {
+    let s = restored("tool_heavy.jsonl");
+    let c = s.build_context(&options()).unwrap();
+    for m in &c.messages {
+        let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["role", "content"]);
+    }
+    // The stored messages keep everything.
+    assert!(s
+        .messages()
+        .unwrap()
+        .iter()
+        .any(|m| m.get("usage").is_some()));
 }
 
 #[test]
@@ -127,7 +193,14 @@ fn the_compacted_claude_code_session_is_built_from_its_compaction_point() {
     );
     assert!(text_of(&c.messages[0])
         .starts_with("This session is being continued from a previous conversation"));
-    assert!(s.messages().unwrap().len() > c.messages.len());
+    // `messages` is the view from the boundary (Claude Code's summary message first); the full
+    // view keeps everything before it.
+    let view = s.messages().unwrap();
+    assert!(text_of(&view[0])
+        .starts_with("This session is being continued from a previous conversation"));
+    let all = s.all_messages().unwrap();
+    assert!(all.len() > view.len());
+    assert_eq!(all[all.len() - view.len()..], view[..]);
 }
 
 #[test]
@@ -264,6 +337,13 @@ fn compaction_summarises_whole_turns_and_moves_the_start_only_when_committed() {
         .unwrap();
     let after = s.build_context(&options()).unwrap();
     assert!(after.stats.compacted);
+    // `messages` starts with the summary, then the kept records; nothing is lost from the full view.
+    let all = s.all_messages().unwrap();
+    let view = s.messages().unwrap();
+    assert!(text_of(&view[0]).contains("We fixed the parser."));
+    let kept = view.len() - 1;
+    assert!(kept < all.len());
+    assert_eq!(view[1..], all[all.len() - kept..]);
     assert!(text_of(&after.messages[0]).contains("We fixed the parser."));
     assert!(validate_messages(&after.messages).is_empty());
     assert!(after.messages.len() < before.messages.len());

@@ -67,7 +67,7 @@ fn real_sessions_give_the_turns_and_tokens_counted_from_their_records() {
         let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
         let s = store.open_session(&id, None).unwrap();
         let (messages, turns, output) = expected(&lines);
-        assert_eq!(s.messages().unwrap().len() as u64, messages, "{name}");
+        assert_eq!(s.all_messages().unwrap().len() as u64, messages, "{name}");
         let t = s.turns().unwrap();
         assert_eq!(t.len() as u64, turns, "{name}");
         assert_eq!(
