@@ -624,9 +624,9 @@ export interface RestoreResult {
 export interface Turn {
   /** 0-based. */
   index: number
-  /** Index into `session.messages` of the turn's first message (inclusive). */
+  /** Index into `session.allMessages` (every message of the branch, across compactions) of the turn's first message (inclusive). */
   startIndex: number
-  /** Index into `session.messages` of the turn's last message (inclusive). */
+  /** Index into `session.allMessages` of the turn's last message (inclusive). */
   endIndex: number
   /** uuid of the record of the first message. */
   startUuid: string

@@ -15,8 +15,9 @@
 //    byte for byte, finds the session in interruptedSessions(), shows pendingRepairs(), and
 //    recover()s it: the finished call's result is backfilled from the journal, the running one
 //    (a read-only grep, safe to re-run) is replayed once. The history passes validateMessages.
-// 3. It resumes the session, prints the typed transcript, the turns and the token tracker, and
-//    exits 0, or 1 if anything acknowledged was lost or the repaired history is invalid.
+// 3. It resumes the session, prints the typed transcript, the turns and the token tracker, builds
+//    the next request (Anthropic, whole and under half the budget; OpenAI Chat Completions), and
+//    exits 0, or 1 if anything acknowledged was lost or a history or request is invalid.
 
 const { spawn } = require('node:child_process')
 const crypto = require('node:crypto')
@@ -223,6 +224,29 @@ function printTurnsAndTokens(session) {
 }
 
 /**
+ * Builds the next request from the resumed session, for Anthropic under a budget and for OpenAI
+ * Chat Completions, and checks each the way that provider would. Returns false if one is invalid.
+ * @param {Session} session
+ */
+function printNextRequest(session) {
+  line(c.bold('Next request') + c.dim('  buildContext()'))
+  const system = 'You are a coding agent working in the user\'s repository.'
+  const full = session.buildContext({ target: 'anthropic', system, model: MODEL })
+  const tight = session.buildContext({ target: 'anthropic', system, model: MODEL, maxTokens: Math.ceil(full.stats.estimatedTokens / 2), toolResultPreviewChars: 200 })
+  const chat = session.buildContext({ target: 'openai-chat', system })
+  let ok = true
+  for (const [what, ctx, target] of /** @type {const} */ ([['anthropic', full, 'anthropic'], ['anthropic, half the tokens', tight, 'anthropic'], ['openai-chat', chat, 'openai-chat']])) {
+    const problems = validateMessages(ctx.messages, { target })
+    ok &&= problems.length === 0
+    const s = ctx.stats
+    line(`  ${problems.length === 0 ? c.green('✓') : c.red('✗')} ${what.padEnd(26)} ${String(ctx.messages.length).padStart(2)} messages ≈ ${num(s.estimatedTokens)} tokens` +
+      c.dim(` · ${s.keptTurns} turns kept, ${s.droppedTurns} dropped · ${s.previewed.length} results previewed · ` +
+        `${s.droppedThinking} thinking blocks left out · ${s.warnings.length} warnings${s.warnings[0] ? ` (${s.warnings[0].code}, ...)` : ''}`))
+  }
+  return ok
+}
+
+/**
  * Shows the plan, recovers, and checks the repaired history the way the provider would.
  * @param {Session} session
  */
@@ -303,6 +327,8 @@ async function main() {
     printTranscript(session)
     line()
     printTurnsAndTokens(session)
+    line()
+    if (!printNextRequest(session)) return 1
     line()
     line(c.green(c.bold('✓ nothing acknowledged was lost')) + `: ${run.acks.length}/${run.acks.length} records survived SIGKILL; ` +
       `the session was resumed and completed in another process`)

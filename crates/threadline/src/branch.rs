@@ -24,7 +24,7 @@ pub struct Branch {
     /// messages on the branch, from the start of the session
     pub message_count: u64,
     pub current: bool,
-    /// the record it diverges from the current branch after, when it is not the current one
+    /// for an abandoned branch: the record the session was rewound to when it was left
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forked_at_uuid: Option<String>,
 }
