@@ -161,6 +161,46 @@ pub(crate) fn text_block(s: &str) -> Value {
     Value::Object(o)
 }
 
+/// A document whose source is content blocks, for an OpenAI API: its text and image blocks as
+/// that API's parts (`text_type` for a string source), anything else said in a warning.
+pub(crate) fn content_document(
+    src: &Value,
+    at: &str,
+    w: &mut Warnings,
+    text_type: &str,
+    text: fn(&Value, &str, &mut Warnings) -> Value,
+    image: fn(&Value, &str, &mut Warnings) -> Option<Value>,
+) -> Vec<Value> {
+    w.add(
+        at,
+        codes::DOCUMENT_AS_TEXT,
+        "a content document is sent as its text and image parts",
+    );
+    match src.get("content") {
+        Some(Value::String(s)) => vec![obj(vec![
+            ("type", text_type.into()),
+            ("text", s.clone().into()),
+        ])],
+        Some(Value::Array(inner)) => {
+            let mut out = Vec::new();
+            for (k, x) in inner.iter().enumerate() {
+                let p = format!("{at}.source.content[{k}]");
+                match x.get("type").and_then(Value::as_str).unwrap_or_default() {
+                    "text" => out.push(text(x, &p, w)),
+                    "image" => out.extend(image(x, &p, w)),
+                    t => w.add(
+                        &p,
+                        codes::BLOCK_DROPPED,
+                        format!("a '{t}' block of a content document is not sent"),
+                    ),
+                }
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
 pub(crate) fn obj(pairs: Vec<(&str, Value)>) -> Value {
     let mut o = Map::new();
     for (k, v) in pairs {

@@ -24,8 +24,8 @@ use serde_json::{Map, Value};
 
 use super::ids::{IdMapper, IdTarget};
 use super::{
-    arguments_of, block_type, blocks_of, check_message_fields, codes, data_url, extras,
-    is_empty_value, merge_message_openai, obj, openai_field, openai_of, parse_arguments,
+    arguments_of, block_type, blocks_of, check_message_fields, codes, content_document, data_url,
+    extras, is_empty_value, merge_message_openai, obj, openai_field, openai_of, parse_arguments,
     parse_data_url, push_blocks, restore_id, str_of, system_from_openai, text_block, tool_ids,
     Converted, FromConverted, IdMap, SystemAcc, Warnings,
 };
@@ -383,36 +383,7 @@ fn document_parts(b: &Value, at: &str, w: &mut Warnings) -> Vec<Value> {
                 ("text", str_of(src, "data").unwrap_or_default().into()),
             ])]
         }
-        Some("content") => {
-            w.add(
-                at,
-                codes::DOCUMENT_AS_TEXT,
-                "a content document is sent as its text and image parts",
-            );
-            match src.get("content") {
-                Some(Value::String(s)) => vec![obj(vec![
-                    ("type", "text".into()),
-                    ("text", s.clone().into()),
-                ])],
-                Some(Value::Array(inner)) => {
-                    let mut out = Vec::new();
-                    for (k, x) in inner.iter().enumerate() {
-                        let p = format!("{at}.source.content[{k}]");
-                        match block_type(x) {
-                            "text" => out.push(text_part(x, &p, w)),
-                            "image" => out.extend(image_part(x, &p, w)),
-                            t => w.add(
-                                &p,
-                                codes::BLOCK_DROPPED,
-                                format!("a '{t}' block of a content document is not sent"),
-                            ),
-                        }
-                    }
-                    out
-                }
-                _ => Vec::new(),
-            }
-        }
+        Some("content") => content_document(src, at, w, "text", text_part, image_part),
         t => {
             w.add(
                 at,

@@ -29,10 +29,10 @@ use super::openai_chat::{
     warn_fields,
 };
 use super::{
-    arguments_of, block_type, blocks_of, check_message_fields, codes, data_url, extras,
-    is_empty_value, obj, openai_field, openai_of, parse_arguments, parse_data_url, push_blocks,
-    restore_id, str_of, system_from_openai, text_block, tool_ids, Converted, FromConverted, IdMap,
-    SystemAcc, Warnings,
+    arguments_of, block_type, blocks_of, check_message_fields, codes, content_document, data_url,
+    extras, is_empty_value, obj, openai_field, openai_of, parse_arguments, parse_data_url,
+    push_blocks, restore_id, str_of, system_from_openai, text_block, tool_ids, Converted,
+    FromConverted, IdMap, SystemAcc, Warnings,
 };
 use crate::error::{Error, Path, Result};
 
@@ -529,36 +529,7 @@ fn document_parts(b: &Value, at: &str, w: &mut Warnings) -> Vec<Value> {
                 ("text", str_of(src, "data").unwrap_or_default().into()),
             ])]
         }
-        Some("content") => {
-            w.add(
-                at,
-                codes::DOCUMENT_AS_TEXT,
-                "a content document is sent as its text and image parts",
-            );
-            match src.get("content") {
-                Some(Value::String(s)) => vec![obj(vec![
-                    ("type", "input_text".into()),
-                    ("text", s.clone().into()),
-                ])],
-                Some(Value::Array(inner)) => {
-                    let mut out = Vec::new();
-                    for (k, x) in inner.iter().enumerate() {
-                        let p = format!("{at}.source.content[{k}]");
-                        match block_type(x) {
-                            "text" => out.push(input_text(x, &p, w)),
-                            "image" => out.extend(input_image(x, &p, w)),
-                            t => w.add(
-                                &p,
-                                codes::BLOCK_DROPPED,
-                                format!("a '{t}' block of a content document is not sent"),
-                            ),
-                        }
-                    }
-                    out
-                }
-                _ => Vec::new(),
-            }
-        }
+        Some("content") => content_document(src, at, w, "input_text", input_text, input_image),
         t => {
             w.add(
                 at,
