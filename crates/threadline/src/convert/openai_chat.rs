@@ -327,8 +327,9 @@ pub(crate) fn image_url(b: &Value, at: &str, w: &mut Warnings) -> Option<String>
     }
 }
 
-/// A document as Chat parts: a PDF as a `file` part, text as text parts.
-fn document_parts(b: &Value, at: &str, w: &mut Warnings) -> Vec<Value> {
+/// A document's source, after saying which of its fields OpenAI has no place for (both OpenAI
+/// APIs take the same document fields).
+pub(crate) fn document_source<'a>(b: &'a Value, at: &str, w: &mut Warnings) -> &'a Value {
     warn_fields(
         b,
         &[
@@ -350,6 +351,12 @@ fn document_parts(b: &Value, at: &str, w: &mut Warnings) -> Vec<Value> {
         );
     }
     let src = b.get("source").unwrap_or(&Value::Null);
+    src
+}
+
+/// A document as Chat parts: a PDF as a `file` part, text as text parts.
+fn document_parts(b: &Value, at: &str, w: &mut Warnings) -> Vec<Value> {
+    let src = document_source(b, at, w);
     match str_of(src, "type") {
         Some("base64") => {
             let mt = str_of(src, "media_type").unwrap_or("application/pdf");
@@ -438,13 +445,9 @@ fn user_out(m: &Value, at: &str, ids: &mut IdMapper, out: &mut Vec<Value>, w: &m
     }
 }
 
-fn tool_message(
-    b: &Value,
-    at: &str,
-    ids: &mut IdMapper,
-    moved: &mut Vec<Value>,
-    w: &mut Warnings,
-) -> Value {
+/// Says what of a tool_result neither OpenAI API has a place for (no error flag, no cache
+/// control, no unknown fields).
+pub(crate) fn warn_result_fields(b: &Value, at: &str, w: &mut Warnings) {
     warn_fields(
         b,
         &[
@@ -464,6 +467,16 @@ fn tool_message(
             "OpenAI has no error flag on a tool result; its content is sent as it is",
         );
     }
+}
+
+fn tool_message(
+    b: &Value,
+    at: &str,
+    ids: &mut IdMapper,
+    moved: &mut Vec<Value>,
+    w: &mut Warnings,
+) -> Value {
+    warn_result_fields(b, at, w);
     let id = ids.map(str_of(b, "tool_use_id").unwrap_or_default());
     let content = match b.get("content") {
         Some(Value::String(s)) => Value::String(s.clone()),

@@ -25,8 +25,8 @@ use serde_json::{Map, Value};
 
 use super::ids::{IdMapper, IdTarget};
 use super::openai_chat::{
-    copy_openai, default_filename, document_block, image_block, image_url, refusal_block,
-    warn_fields,
+    copy_openai, default_filename, document_block, document_source, image_block, image_url,
+    refusal_block, warn_fields, warn_result_fields,
 };
 use super::{
     arguments_of, block_type, blocks_of, check_message_fields, codes, content_document, data_url,
@@ -364,25 +364,7 @@ fn output_item(
     custom: &HashSet<String>,
     w: &mut Warnings,
 ) -> Value {
-    warn_fields(
-        b,
-        &[
-            "type",
-            "tool_use_id",
-            "content",
-            "is_error",
-            "cache_control",
-        ],
-        at,
-        w,
-    );
-    if b.get("is_error") == Some(&Value::Bool(true)) {
-        w.add(
-            at,
-            codes::IS_ERROR_DROPPED,
-            "OpenAI has no error flag on a tool result; its content is sent as it is",
-        );
-    }
+    warn_result_fields(b, at, w);
     let original = str_of(b, "tool_use_id").unwrap_or_default();
     let output = match b.get("content") {
         Some(Value::String(s)) => Value::String(s.clone()),
@@ -467,27 +449,7 @@ fn content_parts(b: &Value, at: &str, w: &mut Warnings) -> Vec<Value> {
 }
 
 fn document_parts(b: &Value, at: &str, w: &mut Warnings) -> Vec<Value> {
-    warn_fields(
-        b,
-        &[
-            "type",
-            "source",
-            "title",
-            "context",
-            "citations",
-            "cache_control",
-        ],
-        at,
-        w,
-    );
-    if str_of(b, "context").is_some() {
-        w.add(
-            at,
-            codes::FIELD_DROPPED,
-            "a document's context is not sent to OpenAI",
-        );
-    }
-    let src = b.get("source").unwrap_or(&Value::Null);
+    let src = document_source(b, at, w);
     let file = |pairs: Vec<(&str, Value)>| {
         let mut p = obj(vec![("type", "input_file".into())]);
         for (k, v) in pairs {
