@@ -1,5 +1,5 @@
 'use strict'
-// Real Claude Code session files (../shared/fixtures/claude-code): every record appended as it
+// Real Claude Code session files (fixtures/claude-code): every record appended as it
 // is, read back by a new process, compared with the raw JSONL; turns and token counts compared
 // with counts computed here from the raw JSONL, independently of the library.
 

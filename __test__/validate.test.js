@@ -10,7 +10,7 @@ const path = require('node:path')
 const { lib } = require('./helpers/util')
 
 const { Session, validateMessages } = lib
-const FIXTURES = path.join(__dirname, '..', '..', 'shared', 'fixtures', 'claude-code')
+const FIXTURES = path.join(__dirname, '..', 'fixtures', 'claude-code')
 const NAMES = ['short.jsonl', 'tool_heavy.jsonl', 'compacted-session.jsonl']
 
 function messagesOf(name) {

@@ -1,6 +1,6 @@
 'use strict'
 // How good buildContext's token estimate is, measured on the real Claude Code sessions in
-// ../shared/fixtures/claude-code/ (no timing; a few seconds).
+// fixtures/claude-code/ (no timing; a few seconds).
 //
 //   node bench/estimate.js
 //
@@ -34,7 +34,7 @@ const path = require('path')
 const { THREADLINE_DIR } = require('./engines.js')
 const { Store } = require(THREADLINE_DIR)
 
-const FIXTURES = path.resolve(__dirname, '../../shared/fixtures/claude-code')
+const FIXTURES = path.resolve(__dirname, '../fixtures/claude-code')
 const VARIANTS = ['calibrated', 'plain', 'consistent', 'tracker']
 const EARLY = 5 // responses reported one by one at the start of each session and after a compaction
 

@@ -14,7 +14,7 @@
 //                          boundaries, a Bash call half-streamed and never flushed)
 //   recover-<n>-tools.jsonl the records of the tools store (session.envelopes()) as JSON lines:
 //                          the JSONL baseline, a file a JSONL store would read to find the calls
-// The history is the real Claude Code session ../shared/fixtures/claude-code/tool_heavy.jsonl
+// The history is the real Claude Code session fixtures/claude-code/tool_heavy.jsonl
 // (39 records, 22 messages, 6 tool calls) repeated through restoreMessages with fresh ids
 // (uuids, toolu_, msg_ and req_ ids rewritten per copy), then a prefix of one more copy to reach n.
 // Prints one JSON line describing the files once everything is committed.
@@ -25,7 +25,7 @@ const crypto = require('crypto')
 const { THREADLINE_DIR } = require('./engines.js')
 const { Store } = require(THREADLINE_DIR)
 
-const FIXTURE = path.resolve(__dirname, '../../shared/fixtures/claude-code/tool_heavy.jsonl')
+const FIXTURE = path.resolve(__dirname, '../fixtures/claude-code/tool_heavy.jsonl')
 const MODEL = 'claude-sonnet-4-5-20250929'
 
 const ID_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|toolu_[A-Za-z0-9]+|msg_[A-Za-z0-9]+|req_[A-Za-z0-9]+/g

@@ -3,7 +3,7 @@
 //
 //   node bench/resume-build.js <dir> [historyCopies] [keptRecords]
 //
-// The history is the real Claude Code session ../shared/fixtures/claude-code/tool_heavy.jsonl (39
+// The history is the real Claude Code session fixtures/claude-code/tool_heavy.jsonl (39
 // records, 22 messages, 6 tool calls) repeated with fresh ids (uuids, toolu_, msg_ and req_ ids
 // rewritten per copy, as in bench/recovery-build.js), stored with restoreMessages.
 //
@@ -20,7 +20,7 @@
 //   resume-big.jsonl, resume-small.jsonl
 //                     the records of each session (session.envelopes(), the compaction record
 //                     included) as JSON lines: the JSONL baseline
-// The summary is the real one Claude Code wrote in ../shared/fixtures/claude-code/
+// The summary is the real one Claude Code wrote in fixtures/claude-code/
 // compacted-session.jsonl (the user record with isCompactSummary, 16,009 characters).
 // Prints one JSON line describing the files.
 
@@ -30,7 +30,7 @@ const crypto = require('crypto')
 const { THREADLINE_DIR } = require('./engines.js')
 const { Store } = require(THREADLINE_DIR)
 
-const FIXTURES = path.resolve(__dirname, '../../shared/fixtures/claude-code')
+const FIXTURES = path.resolve(__dirname, '../fixtures/claude-code')
 const MODEL = 'claude-sonnet-4-5-20250929'
 const ID_RE = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|toolu_[A-Za-z0-9]+|msg_[A-Za-z0-9]+|req_[A-Za-z0-9]+/g
 // where the kept part starts and ends within a copy of the fixture: record 25 is a prompt, record

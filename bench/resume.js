@@ -12,7 +12,7 @@
 // the temp dir.
 //
 // The sessions (bench/resume-build.js): the real Claude Code session
-// ../shared/fixtures/claude-code/tool_heavy.jsonl repeated with fresh ids; the big one holds
+// fixtures/claude-code/tool_heavy.jsonl repeated with fresh ids; the big one holds
 // 98,032 records of history, then the 2,000 records kept, then a compaction record
 // (session.compact({ summary, firstKeptUuid }) naming the first kept record; the summary is the
 // real one from compacted-session.jsonl, 15,743 characters). The small one holds only those 2,000

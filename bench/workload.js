@@ -1,6 +1,6 @@
 'use strict'
 // The seeded benchmark workload: a coding-agent session in the Anthropic Messages API wire shape,
-// modelled on the Claude Code session files in /work/shared/fixtures/claude-code/:
+// modelled on the Claude Code session files in fixtures/claude-code/:
 //   - prompts: user messages with a text block;
 //   - assistant responses (model, msg_ id, type 'message', stop_reason, stop_sequence, usage with
 //     input/output/cache-read/cache-creation tokens and the cache_creation split, service_tier)

@@ -8,7 +8,7 @@ const path = require('node:path')
 const { spawnSync } = require('node:child_process')
 
 const ROOT = path.join(__dirname, '..', '..')
-const FIXTURES = path.join(ROOT, '..', 'shared', 'fixtures', 'claude-code')
+const FIXTURES = path.join(ROOT, 'fixtures', 'claude-code')
 const READER = path.join(__dirname, 'read-store.js')
 
 const lib = require(ROOT)

@@ -10,7 +10,7 @@ use threadline::{
 
 fn fixture(name: &str) -> Vec<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/claude-code")
+        .join("../../fixtures/claude-code")
         .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     text.lines()

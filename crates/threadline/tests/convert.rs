@@ -17,7 +17,7 @@ const FIXTURES: &[&str] = &["short.jsonl", "tool_heavy.jsonl", "compacted-sessio
 /// one role merged (tool results first), as a request sends them.
 fn fixture(name: &str) -> Vec<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/claude-code")
+        .join("../../fixtures/claude-code")
         .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let mut out: Vec<Value> = Vec::new();

@@ -7,7 +7,7 @@ use threadline::{SessionOptions, Store, StoreOptions, TokenPatch, TurnStatus};
 
 fn fixture(name: &str) -> Option<Vec<String>> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/claude-code")
+        .join("../../fixtures/claude-code")
         .join(name);
     let local = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../__test__/fixtures")

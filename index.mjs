@@ -1,0 +1,19 @@
+// The ESM entry point: the same module as the CommonJS one (index.js), so `import` and `require`
+// in one process share one native binding and one set of classes.
+import threadline from './index.js'
+
+export const {
+  Store,
+  Session,
+  validateMessages,
+  toAnthropic,
+  fromAnthropic,
+  toOpenAIChat,
+  fromOpenAIChat,
+  toOpenAIResponses,
+  fromOpenAIResponses,
+  defaultStorePath,
+  ERROR_CODES,
+} = threadline
+
+export default threadline
