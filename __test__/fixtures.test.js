@@ -9,7 +9,7 @@ const path = require('node:path')
 
 const {
   lib, tmpDir, readInNewProcess, assertSameJson, normalizeMessage, jsonClone, readJsonl,
-  UUID_V7_RE, ISO_RE,
+  UUID_V7_RE, ISO_RE, isPrompt,
 } = require('./helpers/util')
 
 const { Store } = lib
@@ -56,13 +56,13 @@ function usageByResponse(records) {
 }
 
 // Turns from the raw records, by the contract's rule: a turn starts at the first message or at a
-// user message with at least one block that is not a tool_result.
+// human prompt (isPrompt in helpers/util.js).
 function computeTurns(records) {
   const msgs = records.filter((r) => r.message && r.includeInContext !== false)
   const turns = []
   msgs.forEach((r, i) => {
     const m = r.message
-    const prompt = m.role === 'user' && blocksOf(m).some((b) => b.type !== 'tool_result')
+    const prompt = isPrompt(m, r)
     if (i === 0 || prompt) turns.push({ start: i, records: [] })
     turns[turns.length - 1].records.push(r)
   })
@@ -199,3 +199,27 @@ for (const { name, lines: lineCount } of FILES) {
     })
   })
 }
+
+// Read off the files by a person: the prompts someone typed. Interruptions, the /mcp command with
+// its caveat and output, the background task's notification and the compaction summary are not
+// prompts; they belong to the turn they occur in.
+const HUMAN_PROMPTS = {
+  'short.jsonl': ['mix phx.server doesnt seem to start'],
+  'tool_heavy.jsonl': ['start phoenix in background', 'scrolling back in xterm.js still does not work'],
+  'compacted-session.jsonl': ['Work on bead spotter-dov.', 'continue'],
+}
+
+test('every real fixture: one turn per human prompt, starting at that prompt', () => {
+  for (const [name, prompts] of Object.entries(HUMAN_PROMPTS)) {
+    const session = new lib.Session()
+    const report = session.restoreMessages(readJsonl(name))
+    assert.equal(report.turnCount, prompts.length, `${name}: turnCount`)
+    assert.equal(session.turns.length, prompts.length, `${name}: turns`)
+    session.turns.forEach((turn, i) => {
+      const first = session.allMessages[turn.startIndex]
+      assert.ok(first.content[0].text.startsWith(prompts[i]), `${name}: turn ${i} starts at ${JSON.stringify(prompts[i])}`)
+    })
+    const last = session.turns[session.turns.length - 1]
+    assert.equal(last.endIndex, session.allMessages.length - 1, `${name}: the last turn runs to the end`)
+  }
+})

@@ -144,6 +144,34 @@ test('sessions: info, listSessions (most recently updated first), setStatus, del
   assert.equal(back.messages.length, 2)
 })
 
+test('listSessions orders by write order, even within one millisecond and across processes', (t) => {
+  const file = path.join(tmpDir(t), 's.db')
+  const store = Store.open(file)
+  t.after(() => store.close())
+  // Back to back: many of these land in the same millisecond; the order must still be exact.
+  for (let i = 0; i < 200; i++) {
+    const older = store.createSession({ id: `old-${i}` })
+    store.createSession({ id: `new-${i}` })
+    older.append('written after new-' + i + ' was created')
+    const ids = store.listSessions({ limit: 2 }).map((s) => s.id)
+    assert.deepStrictEqual(ids, [`old-${i}`, `new-${i}`], `round ${i}`)
+  }
+  // A write from another process counts as a write in the same order.
+  const child = spawnSync(process.execPath, ['-e', `
+    const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))})
+    const s = Store.open(process.argv[1]); s.openSession('new-0').append('from a child'); s.close()
+  `, file], { encoding: 'utf8' })
+  assert.equal(child.status, 0, child.stderr)
+  assert.equal(store.listSessions({ limit: 1 })[0].id, 'new-0')
+  // Closing a session is a write too; a retried append that stores nothing is not.
+  const s5 = store.openSession('old-5')
+  s5.setStatus('completed')
+  assert.equal(store.listSessions({ limit: 1 })[0].id, 'old-5')
+  const first = store.openSession('old-7').envelopes()[0]
+  store.openSession('old-7').append(first)
+  assert.equal(store.listSessions({ limit: 1 })[0].id, 'old-5', 'a no-op retry does not move a session up')
+})
+
 test('two handles on one session (same process) see each other\'s appends; seq and parent chain continue', (t) => {
   const dir = tmpDir(t)
   const store = Store.open(path.join(dir, 'h.db'))

@@ -149,6 +149,27 @@ function readJsonl(name) {
   return text.split('\n').filter((l) => l.trim() !== '')
 }
 
+// The turn rule, written from the contract: a turn starts at a user message with a block a person
+// wrote or attached; tool results, text Claude Code inserts (interruptions, local commands and
+// their output, notifications) and records marked isMeta / isCompactSummary belong to the turn
+// they occur in.
+const HARNESS_TEXT = [
+  '[Request interrupted by user', '<local-command-caveat>', '<command-name>', '<command-message>',
+  '<local-command-stdout>', '<local-command-stderr>', '<bash-input>', '<bash-stdout>', '<bash-stderr>',
+  '<task-notification>', '<system-reminder>',
+]
+function isHumanBlock(b) {
+  if (b.type === 'tool_result') return false
+  if (b.type !== 'text') return true
+  const text = b.text.trimStart()
+  return !HARNESS_TEXT.some((p) => text.startsWith(p))
+}
+function isPrompt(message, envelope = {}) {
+  if (envelope.isMeta === true || envelope.isCompactSummary === true) return false
+  const content = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content
+  return message.role === 'user' && content.some(isHumanBlock)
+}
+
 // better-sqlite3, read-only, on a closed store file.
 function openReadonlyDb(file) {
   const Database = require('better-sqlite3')
@@ -156,6 +177,7 @@ function openReadonlyDb(file) {
 }
 
 module.exports = {
+  isPrompt,
   ROOT,
   FIXTURES,
   lib,

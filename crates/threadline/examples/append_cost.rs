@@ -6,7 +6,7 @@ use serde_json::json;
 use threadline::{SessionOptions, Store, StoreOptions};
 
 fn msg(i: usize) -> serde_json::Value {
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{}", i - 1), "content": "x".repeat(2000)}]})
     } else {
         json!({"role": "assistant", "id": format!("msg_{i}"), "content": [{"type": "text", "text": "hello ".repeat(50)},

@@ -317,7 +317,7 @@ fn starts(messages: &[&Value]) -> Vec<usize> {
 
 fn is_prompt(m: &Value) -> bool {
     m.get("role").and_then(Value::as_str) == Some("user")
-        && blocks(m).iter().any(|b| block_type(b) != "tool_result")
+        && blocks(m).iter().any(crate::message::is_human_block)
 }
 
 fn blocks(m: &Value) -> &[Value] {

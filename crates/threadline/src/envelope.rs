@@ -55,8 +55,9 @@ impl Draft {
     }
 
     fn from_message(mut msg: Value, extra: Option<Map<String, Value>>) -> Result<Draft> {
-        let facts = check_message(&mut msg, &Path::root())?;
+        let mut facts = check_message(&mut msg, &Path::root())?;
         let mut env = extra.unwrap_or_default();
+        facts.is_prompt &= !inserted_by_harness(&env);
         if env.contains_key("message") {
             return Err(Error::invalid(
                 &Path::root().key("envelope.message"),
@@ -78,10 +79,13 @@ impl Draft {
 
     /// A record from an envelope object (a message under `message`, or none for an event).
     pub fn from_envelope(mut env: Map<String, Value>) -> Result<Draft> {
-        let facts = match env.get_mut("message") {
+        let mut facts = match env.get_mut("message") {
             Some(m) => Some(check_message(m, &Path::root().key("message"))?),
             None => None,
         };
+        if let Some(f) = facts.as_mut() {
+            f.is_prompt &= !inserted_by_harness(&env);
+        }
         check_fields(&env, facts.as_ref())?;
         if !env.contains_key("type") {
             match &facts {
@@ -154,6 +158,15 @@ impl Draft {
             }
         }
     }
+}
+
+/// A record the agent's harness marked as not typed by a person: Claude Code's `isMeta` (a
+/// caveat, an injected skill) and `isCompactSummary` (the summary that continues a compacted
+/// conversation). It belongs to the turn it occurs in.
+fn inserted_by_harness(env: &Map<String, Value>) -> bool {
+    ["isMeta", "isCompactSummary"]
+        .iter()
+        .any(|k| env.get(*k) == Some(&Value::Bool(true)))
 }
 
 fn derived_type(f: &MessageFacts) -> &'static str {
@@ -339,5 +352,26 @@ mod tests {
             e.message(),
             "timestamp: expected an ISO 8601 date-time, got 'yesterday'"
         );
+    }
+
+    #[test]
+    fn meta_and_compact_summary_records_are_not_prompts() {
+        let msg = json!({"role": "user", "content": "typed by nobody"});
+        for flag in ["isMeta", "isCompactSummary"] {
+            let d = Draft::from_input(msg.clone(), Some(obj(json!({ flag: true })))).unwrap();
+            assert!(!d.message.unwrap().is_prompt, "{flag} beside a message");
+            let d = Draft::from_input(
+                json!({"type": "user", flag: true, "message": msg.clone()}),
+                None,
+            )
+            .unwrap();
+            assert!(!d.message.unwrap().is_prompt, "{flag} in an envelope");
+        }
+        let d = Draft::from_input(
+            json!({"type": "user", "isMeta": false, "message": msg}),
+            None,
+        )
+        .unwrap();
+        assert!(d.message.unwrap().is_prompt);
     }
 }

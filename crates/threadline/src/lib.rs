@@ -51,6 +51,7 @@ mod stream;
 mod txn;
 mod usage;
 mod validate;
+mod write_order;
 
 pub use branch::Branch;
 pub use compaction::{CompactOptions, CompactionPlan};

@@ -53,6 +53,41 @@ pub struct ResultFact {
     pub denied: bool,
 }
 
+/// Text Claude Code writes into user messages that no person typed: an interruption notice, a
+/// local command (`/mcp`) with its caveat and output, shell-mode output, a background task's
+/// notification, a system reminder. Such a message belongs to the turn it occurs in.
+const HARNESS_TEXT_PREFIXES: &[&str] = &[
+    "[Request interrupted by user",
+    "<local-command-caveat>",
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<task-notification>",
+    "<system-reminder>",
+];
+
+/// A block of a user message that a person wrote or attached (text, an image, a document), as
+/// opposed to a tool result or text the agent's harness inserted. A user message with one starts
+/// a turn.
+pub(crate) fn is_human_block(block: &Value) -> bool {
+    match block.get("type").and_then(Value::as_str) {
+        Some("tool_result") => false,
+        Some("text") => {
+            let text = block
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let text = text.trim_start();
+            !HARNESS_TEXT_PREFIXES.iter().any(|p| text.starts_with(p))
+        }
+        _ => true,
+    }
+}
+
 /// What Claude Code writes as the result of a call the user refused.
 const DENIED_PREFIX: &str = "The user doesn't want to proceed with this tool use";
 
@@ -164,12 +199,14 @@ pub fn check_message(msg: &mut Value, path: &Path) -> Result<MessageFacts> {
                     .push(str_field(block, "tool_use_id").to_string());
                 facts.results.push(result_fact(block));
             }
-            t if role == Role::Assistant && t.ends_with("_tool_result") => {
-                if block.get("tool_use_id").and_then(Value::as_str).is_some() {
-                    facts.results.push(result_fact(block));
-                }
+            t if role == Role::Assistant
+                && t.ends_with("_tool_result")
+                && block.get("tool_use_id").and_then(Value::as_str).is_some() =>
+            {
+                facts.results.push(result_fact(block));
             }
-            _ => facts.is_prompt = true,
+            _ if is_human_block(block) => facts.is_prompt = true,
+            _ => {}
         }
     }
     facts.is_prompt &= role == Role::User;
@@ -490,5 +527,29 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.tool_use_ids, vec!["t1"]);
+    }
+
+    #[test]
+    fn text_the_harness_inserted_is_not_a_prompt() {
+        for text in [
+            "[Request interrupted by user]",
+            "[Request interrupted by user for tool use]",
+            "<local-command-caveat>Caveat: ...</local-command-caveat>",
+            "<command-name>/mcp</command-name>",
+            "  <local-command-stdout>Reconnected</local-command-stdout>",
+            "<task-notification>\n<task-id>b1</task-id>",
+        ] {
+            let f = check(json!({"role": "user", "content": [{"type": "text", "text": text}]}))
+                .unwrap();
+            assert!(!f.is_prompt, "{text}");
+        }
+        for content in [
+            json!([{"type": "text", "text": "please fix <command-name> parsing"}]),
+            json!([{"type": "text", "text": "[Request interrupted by user]"}, {"type": "text", "text": "now do X"}]),
+            json!([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "x"}}]),
+        ] {
+            let f = check(json!({"role": "user", "content": content})).unwrap();
+            assert!(f.is_prompt, "{content}");
+        }
     }
 }

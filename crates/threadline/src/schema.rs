@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// "THLN"
 pub const APPLICATION_ID: i64 = 0x5448_4C4E;
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 pub const SEQ_BITS: u32 = 36;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a store from version i to i + 1.
@@ -89,6 +89,10 @@ ALTER TABLE sessions ADD COLUMN owner_host TEXT;
 ALTER TABLE sessions ADD COLUMN owner_start INTEGER;
 ALTER TABLE sessions ADD COLUMN heartbeat_ms INTEGER;
 "#,
+    r#"
+ALTER TABLE sessions ADD COLUMN write_seq INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_write_seq ON sessions(write_seq);
+"#,
 ];
 
 /// Checks that `conn` is a Threadline store (or an empty file to make one) and migrates it.
@@ -111,6 +115,11 @@ pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {
     } else if app != APPLICATION_ID {
         return Err(Error::StoreCorrupt(format!(
             "the file is not a Threadline store (application_id {app:#x})"
+        )));
+    }
+    if version < 0 {
+        return Err(Error::StoreCorrupt(format!(
+            "the store's schema version is {version}: damaged"
         )));
     }
     if version > VERSION {

@@ -269,6 +269,9 @@ impl Session {
             now: Now::new(),
         };
         let out = f(&mut w)?;
+        if w.tail.next_seq != tail.next_seq {
+            crate::write_order::touch(conn, self.num)?;
+        }
         Ok((out, w.tail, heartbeat))
     }
 
@@ -819,6 +822,7 @@ impl Session {
                 "UPDATE sessions SET status = ?1, updated_ms = ?2 WHERE num = ?3",
                 params![status.as_str(), clock::now_ms(), self.num],
             )?;
+            crate::write_order::touch(&tx, self.num)?;
             tx.commit()?;
             self.shared.claimed(self.num, heartbeat);
             Ok(())
@@ -911,11 +915,20 @@ fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
     })
 }
 
-/// A session's metadata and when it was last written (ms), for sorting.
-pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, i64)> {
+/// When a session was last written, for listing: most recent first is the greatest. The store's
+/// write counter decides (clocks tie and skew); a store migrated from before the counter has 0
+/// for sessions not written since, which then fall back to the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Recency {
+    pub write_seq: i64,
+    pub updated_ms: i64,
+}
+
+/// A session's metadata and when it was last written, for sorting.
+pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, Recency)> {
     let tail = load_tail(conn, num)?;
     conn.prepare_cached(
-        "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, metadata, forked_from
+        "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, metadata, forked_from, write_seq
          FROM sessions WHERE num = ?1",
     )?
     .query_row([num], |r| {
@@ -939,7 +952,10 @@ pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, i64
                 forked_from: forked.and_then(|f| serde_json::from_str::<ForkedFrom>(&f).ok()),
                 metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()),
             },
-            updated,
+            Recency {
+                write_seq: r.get(11)?,
+                updated_ms: updated,
+            },
         ))
     })
     .optional()?

@@ -178,7 +178,8 @@ impl Store {
             None => uuid::Uuid::now_v7().to_string(),
         };
         let now = clock::now_ms();
-        let conn = self.shared.lock()?;
+        let guard = self.shared.lock()?;
+        let conn = crate::txn::Txn::immediate(&guard)?;
         let exists: Option<i64> = conn
             .query_row("SELECT num FROM sessions WHERE id = ?1", [&id], |r| {
                 r.get(0)
@@ -196,7 +197,9 @@ impl Store {
             params![id, o.project, o.title, o.provider, o.model, now, o.context_window.map(|w| w as i64), o.prompt_key, metadata],
         )?;
         let num = conn.last_insert_rowid();
-        drop(conn);
+        crate::write_order::touch(&conn, num)?;
+        conn.commit()?;
+        drop(guard);
         Session::attach(self.shared.clone(), num, id)
     }
 
@@ -244,11 +247,12 @@ impl Store {
             let until = bound(&filter.until, "until")?;
             let mut out = Vec::with_capacity(nums.len());
             for num in nums {
-                let (info, updated) = crate::session::read_info(&conn, num)?;
+                let (info, recency) = crate::session::read_info(&conn, num)?;
+                let updated = recency.updated_ms;
                 if since.is_some_and(|s| updated < s) || until.is_some_and(|u| updated > u) {
                     continue;
                 }
-                out.push((updated, info));
+                out.push((recency, info));
             }
             out.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.id.cmp(&a.1.id)));
             let limit = filter.limit.map_or(usize::MAX, |l| l as usize);

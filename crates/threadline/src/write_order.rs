@@ -1,0 +1,18 @@
+//! The order in which sessions were last written, store-wide. Clocks tie (two writes in one
+//! millisecond) and differ between processes; this counter does neither: every write to a session
+//! (create, append, status change, fork, import) gives it the next number, inside the same
+//! transaction, so `listSessions` can list sessions in the order they were really written.
+
+use rusqlite::Connection;
+
+use crate::error::Result;
+
+/// Marks session `num` as the store's most recently written one. Call inside the write's
+/// transaction (the max is read and set under the same write lock).
+pub(crate) fn touch(conn: &Connection, num: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE sessions SET write_seq = (SELECT coalesce(max(write_seq), 0) + 1 FROM sessions) WHERE num = ?1",
+    )?
+    .execute([num])?;
+    Ok(())
+}
