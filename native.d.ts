@@ -83,6 +83,9 @@ export declare class NativeStore {
 /** THREADLINE_HOME/threadline.db if set, else the platform's per-user data dir + threadline/threadline.db. */
 export declare function defaultStorePath(): string
 
+/** The core's error codes, for the check that `ERROR_CODES` in index.js lists the same. */
+export declare function errorCodes(): Array<string>
+
 export declare function fromAnthropic(messagesJson: string, optionsJson?: string | undefined | null): string
 
 export declare function fromOpenAIChat(messagesJson: string, optionsJson?: string | undefined | null): string

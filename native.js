@@ -840,6 +840,7 @@ module.exports.NativeResponseWriter = nativeBinding.NativeResponseWriter
 module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.NativeStore = nativeBinding.NativeStore
 module.exports.defaultStorePath = nativeBinding.defaultStorePath
+module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.fromAnthropic = nativeBinding.fromAnthropic
 module.exports.fromOpenAIChat = nativeBinding.fromOpenAIChat
 module.exports.fromOpenAIResponses = nativeBinding.fromOpenAIResponses

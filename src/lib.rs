@@ -23,3 +23,9 @@ pub fn default_store_path() -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// The core's error codes, for the check that `ERROR_CODES` in index.js lists the same.
+#[napi]
+pub fn error_codes() -> Vec<&'static str> {
+    threadline::Error::CODES.to_vec()
+}

@@ -33,6 +33,22 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Every code, in the contract's order: the list the JS side exports as `ERROR_CODES` (a node
+    /// test checks the two are equal).
+    pub const CODES: [&'static str; 11] = [
+        "INVALID_INPUT",
+        "NOT_FOUND",
+        "SESSION_NOT_EMPTY",
+        "SESSION_LOCKED",
+        "CLOSED",
+        "STORE_CORRUPT",
+        "STORE_VERSION",
+        "STORE_BUSY",
+        "STORE_IO",
+        "SNAPSHOT_INVALID",
+        "PROMPT_MISMATCH",
+    ];
+
     /// The stable string code of the contract's error table.
     pub fn code(&self) -> &'static str {
         match self {
@@ -146,5 +162,30 @@ impl Path {
 impl fmt::Display for Path {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod codes {
+    use super::Error;
+
+    #[test]
+    fn every_variant_has_its_code_in_the_list_once() {
+        let m = String::new;
+        let all = [
+            Error::InvalidInput(m()),
+            Error::NotFound(m()),
+            Error::SessionNotEmpty(m()),
+            Error::SessionLocked(m()),
+            Error::Closed(m()),
+            Error::StoreCorrupt(m()),
+            Error::StoreVersion(m()),
+            Error::StoreBusy(m()),
+            Error::StoreIo(m()),
+            Error::SnapshotInvalid(m()),
+            Error::PromptMismatch(m()),
+        ];
+        let codes: Vec<&str> = all.iter().map(Error::code).collect();
+        assert_eq!(codes, Error::CODES);
     }
 }
