@@ -28,14 +28,15 @@
  *   (`append: content[2].tool_use_id: expected a string, got a number`).
  * - `NOT_FOUND`: no such session or record.
  * - `SESSION_NOT_EMPTY`: `restoreMessages` on a store-backed session that already has messages.
- * - `SESSION_LOCKED`: another live process is writing this session (reserved; not raised yet).
+ * - `SESSION_LOCKED`: another live process owns this session (it wrote to it first and has not
+ *   closed it); readers are never blocked.
  * - `CLOSED`: use of a closed store or session.
  * - `STORE_CORRUPT`: the file is not a Threadline store, or fails its integrity check.
  * - `STORE_VERSION`: the store was written by a newer schema.
  * - `STORE_BUSY`: the database stayed locked longer than `busyTimeoutMs`.
  * - `STORE_IO`: the disk refused (full, read-only, permission), or a write to a store opened
  *   with `readonly: true`.
- * - `SNAPSHOT_INVALID`: reserved for snapshots (not raised yet).
+ * - `SNAPSHOT_INVALID`: `importSnapshot` of a truncated, altered or foreign document.
  * - `PROMPT_MISMATCH`: `openSession(id, { promptKey })` with a key that differs from the one the
  *   session was created with.
  */
@@ -139,16 +140,41 @@ export interface TextBlock {
 }
 
 /**
- * The model's visible reasoning (extended thinking). Assistant messages only. Pass it back
- * unchanged, with its `signature`, when continuing a conversation that uses tools.
+ * The model's visible reasoning (extended thinking), with its signature, as the provider returns
+ * it (the SDK's `ThinkingBlock`). Assistant messages only. Pass it back unchanged, with its
+ * `signature`, when continuing a conversation that uses tools.
+ *
+ * A `thinking` block read from a session is this or an `UnsignedThinkingBlock`: `append` accepts
+ * thinking without a signature and stores it as given (the provider would reject it, so
+ * `buildContext` leaves it out and `validateMessages` reports `unsigned_thinking`). Narrow with
+ * `block.signature !== undefined` to get this type.
+ *
+ * @example
+ * if (b.type === 'thinking' && b.signature !== undefined) resend.push(b)   // b: ThinkingBlock
  */
 export interface ThinkingBlock {
   /** Discriminant. */
   type: 'thinking'
   /** The reasoning text. */
   thinking: string
-  /** Opaque value the provider uses to verify the block; kept byte-for-byte. */
-  signature?: string
+  /**
+   * Opaque value the provider uses to verify the block; kept byte-for-byte. (Reasoning streamed
+   * as simple chunks with no signature comes out of `ResponseWriter.finish()` with `''`.)
+   */
+  signature: string
+}
+
+/**
+ * A `thinking` block stored without a signature (given that way to `append`, e.g. reasoning
+ * from elsewhere): kept and returned as given, never sent to a provider (see `ThinkingBlock`).
+ */
+export interface UnsignedThinkingBlock {
+  /** Discriminant. */
+  type: 'thinking'
+  /** The reasoning text. */
+  thinking: string
+  /** Absent. */
+  signature?: undefined
 }
 
 /** Reasoning the provider encrypted; opaque, kept byte-for-byte. Assistant messages only. */
@@ -268,6 +294,7 @@ export interface UnknownContentBlock {
 export type KnownContentBlock =
   | TextBlock
   | ThinkingBlock
+  | UnsignedThinkingBlock
   | RedactedThinkingBlock
   | ToolUseBlock
   | ToolResultBlock
@@ -412,9 +439,9 @@ export interface UsageParam {
   /** Whole number >= 0. */
   output_tokens: number
   /** Whole number >= 0, or `null`. */
-  cache_read_input_tokens?: number | null
+  cache_read_input_tokens?: number | null | undefined
   /** Whole number >= 0, or `null`. */
-  cache_creation_input_tokens?: number | null
+  cache_creation_input_tokens?: number | null | undefined
 }
 
 /** A `tool_result` block as accepted on input; its `content` blocks may be of any type. */
@@ -458,10 +485,23 @@ export interface DocumentBlockParam {
   cache_control?: CacheControl | null
 }
 
+/**
+ * A `thinking` block as accepted on input: with its signature (what the provider returned), or
+ * without one (stored as given, but never sent back to a provider; see `ThinkingBlock`).
+ */
+export interface ThinkingBlockParam {
+  /** Discriminant. */
+  type: 'thinking'
+  /** The reasoning text. */
+  thinking: string
+  /** The provider's signature, kept byte-for-byte. */
+  signature?: string | undefined
+}
+
 /** A block of a type Threadline models, as accepted on input. */
 export type KnownContentBlockParam =
   | TextBlock
-  | ThinkingBlock
+  | ThinkingBlockParam
   | RedactedThinkingBlock
   | ToolUseBlock
   | ToolResultBlockParam
@@ -495,41 +535,53 @@ export interface MessageParamLike {
   /** A string (stored as one text block) or blocks. A user message needs at least one block. */
   content: string | ReadonlyArray<ContentBlockParam>
   /** The provider's message id: a response recorded twice under one id is counted once. */
-  id?: string
+  id?: string | undefined
   /** The exact model id. */
-  model?: string
+  model?: string | undefined
   /** Why the model stopped. */
-  stop_reason?: string | null
+  stop_reason?: string | null | undefined
   /** The custom stop sequence that was generated, if any. */
-  stop_sequence?: string | null
+  stop_sequence?: string | null | undefined
   /** Token usage of the response, counted in `turns` and `tokenTracker`. */
-  usage?: UsageParam
+  usage?: UsageParam | undefined
 }
 
 /** Envelope fields the caller may give; each is kept as given (extra fields too). */
 export interface EnvelopeFieldsParam {
   /** Non-empty and unique in the session; default: a new UUID v7. */
-  uuid?: string
+  uuid?: string | undefined
   /** Default: the previous record's uuid. */
-  parentUuid?: string | null
+  parentUuid?: string | null | undefined
   /** ISO 8601; default: now. */
-  timestamp?: string
+  timestamp?: string | undefined
   /** `'anthropic'`, `'openai'`, `'gemini'`, ... */
-  provider?: string
+  provider?: string | undefined
   /** The provider's request id; counts a response once when it has no message id. */
-  requestId?: string
+  requestId?: string | undefined
   /** Any JSON, kept as given (an object like `{ stdout, stderr, interrupted }`, or a string). */
   toolUseResult?: unknown
   /** Default `true`; `false` keeps the record out of `messages`. */
-  includeInContext?: boolean
+  includeInContext?: boolean | undefined
   /** The agent's mode, e.g. `'plan'`. */
-  mode?: string
+  mode?: string | undefined
   /** Identifies one run of the agent. */
-  runId?: string
+  runId?: string | undefined
   /** Identifies the agent (or sub-agent). */
-  agentId?: string
+  agentId?: string | undefined
   /** Free-form application data (an object). */
-  metadata?: Record<string, unknown>
+  metadata?: Record<string, unknown> | undefined
+}
+
+/**
+ * The envelope fields given beside a message, in `append(message, envelope)` and
+ * `appendEvent(name, data, envelope)`: those of `EnvelopeFieldsParam`, and any other field (kept
+ * as given). A property set to `undefined` is not stored (values are stored as `JSON.stringify`
+ * sees them), so `{ requestId: response._request_id ?? undefined }` is fine; the envelope `append`
+ * returns may still carry that key, with the value `undefined`.
+ */
+export interface EnvelopeOptions extends EnvelopeFieldsParam {
+  /** Any other field, kept as given. */
+  [field: string]: unknown
 }
 
 /**
@@ -541,13 +593,13 @@ export type EnvelopeParam =
       /** The message; its envelope type (`user`, `assistant`, `tool_result`) is derived if absent. */
       message: MessageParamLike
       /** Derived from the message when absent. */
-      type?: string
+      type?: string | undefined
     })
   | (EnvelopeFieldsParam & {
       /** Required for a record without a message. */
       type: string
       /** Absent, for a record that is not a message. */
-      message?: MessageParamLike
+      message?: MessageParamLike | undefined
       /** A record without `message` must not have `role` (it would be read as a message). */
       role?: undefined
     })
@@ -736,67 +788,67 @@ export interface StoreOptions {
    * `'process'` (default): an acknowledged write survives the process being killed (SIGKILL,
    * crash). `'power'`: it also survives power loss or an OS crash (every commit is fsynced).
    */
-  durability?: 'process' | 'power'
+  durability?: 'process' | 'power' | undefined
   /** Strings longer than this many bytes are stored once, by hash. Default 10240. */
-  blobThresholdBytes?: number
+  blobThresholdBytes?: number | undefined
   /** Open for reading only: any write throws `STORE_IO`. */
-  readonly?: boolean
+  readonly?: boolean | undefined
   /** How long to wait for a lock held by another connection before `STORE_BUSY`. */
-  busyTimeoutMs?: number
+  busyTimeoutMs?: number | undefined
   /**
    * Telemetry: an operation taking at least this many milliseconds is reported as a
    * `slow_operation` event (only while a listener is registered or THREADLINE_TELEMETRY=console).
    * Default 100.
    */
-  slowOperationMs?: number
+  slowOperationMs?: number | undefined
 }
 
 /** Options of `store.createSession` and `new Session`. Unknown keys: `INVALID_INPUT`. */
 export interface SessionOptions {
   /** The session id; default a new UUID v7. An id already in the store: `INVALID_INPUT`. */
-  id?: string
+  id?: string | undefined
   /** The project (e.g. a repository), for `listSessions({ project })`. */
-  project?: string
+  project?: string | undefined
   /** A title for people. */
-  title?: string
+  title?: string | undefined
   /** The provider the session talks to, e.g. `'anthropic'`. */
-  provider?: string
+  provider?: string | undefined
   /** The model the session uses. */
-  model?: string
+  model?: string | undefined
   /** The model's context window in tokens (whole number), for `contextFill`. */
-  contextWindow?: number
+  contextWindow?: number | undefined
   /** Identity of the system prompt / tools the session was made for; see `openSession`. */
-  promptKey?: string
+  promptKey?: string | undefined
   /** Free-form application data (an object), returned in `info`. */
-  metadata?: Record<string, unknown>
+  metadata?: Record<string, unknown> | undefined
 }
 
 /** Options of `store.openSession` / `store.openSessionAsync`. */
 export interface OpenSessionOptions {
   /** If given and different from the session's: `PROMPT_MISMATCH`. */
-  promptKey?: string
+  promptKey?: string | undefined
 }
 
 /** Filter of `store.listSessions`. Unknown keys: `INVALID_INPUT`. */
 export interface ListSessionsFilter {
   /** Only sessions of this project. */
-  project?: string
+  project?: string | undefined
   /** Only sessions with this status. */
-  status?: SessionStatus
+  status?: SessionStatus | undefined
   /** Only sessions updated at or after this instant (ISO 8601, or a `Date`). */
-  since?: string | Date
+  since?: string | Date | undefined
   /** Only sessions updated at or before this instant (ISO 8601, or a `Date`). */
-  until?: string | Date
+  until?: string | Date | undefined
   /** At most this many sessions. */
-  limit?: number
+  limit?: number | undefined
 }
 
 /** A range of records by position. */
 export interface EnvelopeRange {
   /** First `seq` to return (whole number >= 0); default 0. */
-  fromSeq?: number
+  fromSeq?: number | undefined
   /** At most this many records (whole number >= 0); default all. */
-  limit?: number
+  limit?: number | undefined
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -879,7 +931,7 @@ export declare class Store {
    * parent, not copied; token state is the parent's at that record (derived once, not added to).
    * @throws `NOT_FOUND` for an unknown session or record.
    */
-  forkSession(id: string, options?: { atUuid?: string; title?: string }): Session
+  forkSession(id: string, options?: { atUuid?: string | undefined; title?: string | undefined }): Session
 
   /**
    * Brings a `session.snapshot()` back as a session of this store, with the same id and
@@ -956,7 +1008,7 @@ export declare class Session {
    *   the path), `STORE_IO` if the disk refuses or the store is readonly, `STORE_BUSY`, `CLOSED`.
    *   Nothing is written when it throws.
    */
-  append<R extends AppendRecord>(record: Checked<R>, envelope?: Partial<Envelope>): Envelope
+  append<R extends AppendRecord>(record: Checked<R>, envelope?: EnvelopeOptions): Envelope
 
   /**
    * Appends several records in one transaction: all of them or, if one is invalid, none.
@@ -975,7 +1027,7 @@ export declare class Session {
    * @param data Any JSON value (`null` included); left out of the record when `undefined`.
    * @throws `INVALID_INPUT` for an empty name or data that is not JSON, `STORE_IO`, `CLOSED`.
    */
-  appendEvent(name: string, data?: unknown, envelope?: Partial<Envelope>): EventEnvelope
+  appendEvent(name: string, data?: unknown, envelope?: EnvelopeOptions): EventEnvelope
 
   /**
    * Loads a history from elsewhere (objects or JSON strings; envelopes, bare messages, legacy
@@ -995,7 +1047,7 @@ export declare class Session {
    * @throws `INVALID_INPUT` for an unknown field or a value that is not a whole number >= 0,
    *   `STORE_IO`, `CLOSED`.
    */
-  restoreTokenState(state: Partial<TokenTracker>): void
+  restoreTokenState(state: { [K in keyof TokenTracker]?: number | undefined }): void
 
   /**
    * The messages of the current context, in order: from the latest compaction on, along the
@@ -1085,7 +1137,7 @@ export declare class Session {
   recordToolOutcome(toolUseId: string, result: ToolResultInput | string): void
 
   /** Every tool call of the session with its lifecycle state, in the order they were made. */
-  toolCalls(filter?: { state?: ToolCallState }): ToolCall[]
+  toolCalls(filter?: { state?: ToolCallState | undefined }): ToolCall[]
 
   /**
    * The result of a finished call (recorded with `recordToolOutcome`, or its tool_result in the
@@ -1142,6 +1194,7 @@ export declare class Session {
    *
    * @throws `INVALID_INPUT` for bad options (with the path, e.g. `options.system`); `CLOSED`.
    */
+  buildContext(options: ContextOptions & { target: 'anthropic'; system: string | TextBlock[] }): AnthropicContext & { system: string | AnthropicTextBlockParam[] }
   buildContext(options: ContextOptions & { target: 'anthropic' }): AnthropicContext
   buildContext(options: ContextOptions & { target: 'openai-chat' }): OpenAIChatContext
   buildContext(options: ContextOptions & { target: 'openai-responses' }): OpenAIResponsesContext
@@ -1155,14 +1208,15 @@ export declare class Session {
    * last `keepTurns` (default 2) always kept. Returns the records and a plain-text rendering to
    * hand to a summarising model. Writes nothing.
    */
-  compactionPlan(options: { targetTokens: number; keepTurns?: number }): CompactionPlan
+  compactionPlan(options: { targetTokens: number; keepTurns?: number | undefined }): CompactionPlan
 
   /**
    * Appends a compaction record (summary, first kept record, tokens before and after, trigger)
    * in one transaction. From then on the context starts there and the token tracker is re-based
-   * on it; the history stays. Without `firstKeptUuid`, keeps the last `keepTurns` (default 2).
+   * on it; the history stays. Without `firstKeptUuid` (absent or `null`, as `compactionPlan`
+   * gives it when there is nothing to keep), keeps the last `keepTurns` (default 2).
    */
-  compact(options: { summary: string; firstKeptUuid?: string; keepTurns?: number; trigger?: 'auto' | 'manual' }): Envelope
+  compact(options: { summary: string; firstKeptUuid?: string | null | undefined; keepTurns?: number | undefined; trigger?: 'auto' | 'manual' | undefined }): Envelope
 
   /**
    * Continues the session from an earlier record: the next append's parent is `toUuid`, and
@@ -1189,18 +1243,18 @@ export interface Branch {
 
 export interface ContextOptions {
   target: 'anthropic' | 'openai-chat' | 'openai-responses'
-  maxTokens?: number
-  maxMessages?: number
+  maxTokens?: number | undefined
+  maxMessages?: number | undefined
   /** never stored; placed as the target wants */
-  system?: string | TextBlock[]
-  toolResultPreviewChars?: number
+  system?: string | TextBlock[] | undefined
+  toolResultPreviewChars?: number | undefined
   /**
    * `'same-model'` (default): thinking goes back only to the provider and `model` that wrote it;
    * `'keep'`: every signed thinking block; `'drop'`: none. Unsigned thinking never goes back.
    */
-  reasoning?: 'keep' | 'drop' | 'same-model'
+  reasoning?: 'keep' | 'drop' | 'same-model' | undefined
   /** the model the request is for (for `'same-model'`) */
-  model?: string
+  model?: string | undefined
 }
 
 export interface ContextStats {
@@ -1289,11 +1343,11 @@ export interface ToolCall {
 /** What a tool produced, for `recordToolOutcome` and `replay`. */
 export interface ToolResultInput {
   content: string | ContentBlockParam[]
-  is_error?: boolean
+  is_error?: boolean | undefined
   /** raw tool execution data, kept as given */
-  toolUseResult?: Record<string, unknown>
+  toolUseResult?: Record<string, unknown> | undefined
   /** the user refused the call (state `denied` rather than `failed`) */
-  denied?: boolean
+  denied?: boolean | undefined
 }
 
 export type RepairKind =
@@ -1325,46 +1379,86 @@ export interface RecoveryReport {
 
 export interface RecoverOptions {
   /** safe = idempotent: may be re-run. Requires `replay`. */
-  isSafe?: (call: ToolCall) => boolean
+  isSafe?: ((call: ToolCall) => boolean) | undefined
   /** re-runs a safe call; a rejection is recorded as an is_error result */
-  replay?: (call: ToolCall) => Promise<ToolResultInput | string> | ToolResultInput | string
+  replay?: ((call: ToolCall) => Promise<ToolResultInput | string> | ToolResultInput | string) | undefined
   /** started, no outcome, not safe: `'mark'` (default) or `'leave'` */
-  unknownOutcome?: 'mark' | 'leave'
+  unknownOutcome?: 'mark' | 'leave' | undefined
 }
 
 export interface ResponseOptions {
-  requestId?: string
+  requestId?: string | undefined
   /** fills `model` of a message assembled from simple chunks */
-  model?: string
-  provider?: string
+  model?: string | undefined
+  provider?: string | undefined
 }
 
 /** The simple chunk form of `ResponseWriter.push`. */
 export type StreamChunk =
   | { type: 'text'; text: string }
-  | { type: 'reasoning'; text: string; signature?: string }
-  | { type: 'tool_call_delta'; id: string; name?: string; delta: string }
+  | { type: 'reasoning'; text: string; signature?: string | undefined }
+  | { type: 'tool_call_delta'; id: string; name?: string | undefined; delta: string }
 
 /**
- * An Anthropic raw stream event (`message_start`, `content_block_start`, `content_block_delta`
- * with text / thinking / signature / input_json / citations deltas, `content_block_stop`,
- * `message_delta`, `message_stop`, `ping`), as `@anthropic-ai/sdk` yields them.
+ * An Anthropic raw stream event as `@anthropic-ai/sdk` yields it: iterating a `MessageStream`
+ * (`client.messages.stream(...)`) or a `Stream<RawMessageStreamEvent>`
+ * (`client.messages.create({ ..., stream: true })`) gives values of this type, so
+ * `for await (const ev of stream) writer.push(ev)` type-checks without a cast. The shapes are
+ * structural (no index signatures), so the SDK's interfaces fit as they are; fields not listed
+ * are kept as given. Deltas and blocks of types not listed here are accepted (and ignored or
+ * kept, as the SDK's own accumulator does).
  */
-export interface AnthropicStreamEvent {
-  type: 'message_start' | 'content_block_start' | 'content_block_delta' | 'content_block_stop'
-    | 'message_delta' | 'message_stop' | 'ping' | 'error'
-  [field: string]: unknown
-}
+export type AnthropicStreamEvent =
+  | {
+      readonly type: 'message_start'
+      /** The response's `Message`, with empty `content`. */
+      readonly message: MessageParamLike
+    }
+  | {
+      readonly type: 'content_block_start'
+      readonly index: number
+      /** The block as it starts (`text: ''`, `input: {}`, ...). */
+      readonly content_block: ContentBlockParam
+    }
+  | {
+      readonly type: 'content_block_delta'
+      readonly index: number
+      /**
+       * `text_delta` (`text`), `input_json_delta` (`partial_json`), `thinking_delta`
+       * (`thinking`), `signature_delta` (`signature`), `citations_delta` (`citation`).
+       */
+      readonly delta: { readonly type: string }
+    }
+  | { readonly type: 'content_block_stop'; readonly index: number }
+  | {
+      readonly type: 'message_delta'
+      /** `stop_reason`, `stop_sequence`, ... */
+      readonly delta: { readonly stop_reason?: string | null | undefined; readonly stop_sequence?: string | null | undefined }
+      /** Cumulative usage (`output_tokens`, ...). */
+      readonly usage?: {
+        readonly input_tokens?: number | null | undefined
+        readonly output_tokens?: number | null | undefined
+        readonly cache_read_input_tokens?: number | null | undefined
+        readonly cache_creation_input_tokens?: number | null | undefined
+      } | undefined
+    }
+  | { readonly type: 'message_stop' }
+  | { readonly type: 'ping' }
+  | { readonly type: 'error'; readonly error: { readonly type?: string | undefined; readonly message?: string | undefined } }
 
 export interface ResponseWriter {
   /** the stream's id: its `stream` records and its final record (`streamId`) carry it */
   readonly id: string
   /**
-   * Takes one chunk as it arrives: `for await (const ev of stream) writer.push(ev)`.
+   * Takes one chunk as it arrives: `for await (const ev of stream) writer.push(ev)`, with
+   * `stream` the SDK's `MessageStream` or `Stream<RawMessageStreamEvent>`; or a simple chunk
+   * (`StreamChunk`). The type parameter is inferred from `chunk`: fields the types do not list
+   * pass (the SDK's events carry more), while a chunk of an unknown type or missing a required
+   * field is a compile error. One stream takes one form: the first chunk decides.
    * @throws `INVALID_INPUT` (with the path) for a malformed or out-of-order chunk, which changes
    *   nothing; `STORE_IO` if persisting failed (the chunk stays buffered for the next flush).
    */
-  push(chunk: StreamChunk | AnthropicStreamEvent): void
+  push<C extends StreamChunk | AnthropicStreamEvent>(chunk: C): void
   /** Stores the complete assistant message: `message` if given (e.g. the SDK's `finalMessage()`), else the assembled one. */
   finish(message?: MessageParamLike | Message): Envelope
   /**
@@ -1372,7 +1466,7 @@ export interface ResponseWriter {
    * thinking only if it completed with its signature, complete tool calls): in context, so
    * "continue" has an anchor. With nothing salvageable, the record stays out of `messages`.
    */
-  fail(error: { message: string; code?: string }): Envelope
+  fail(error: { message: string; code?: string | undefined }): Envelope
 }
 
 /** Telemetry events (`store.onEvent`, THREADLINE_TELEMETRY=console). */
@@ -1436,7 +1530,7 @@ export interface MessageProblem {
  */
 export declare function validateMessages(
   messages: ReadonlyArray<unknown>,
-  options?: { target?: 'anthropic' | 'openai-chat' | 'openai-responses' },
+  options?: { target?: 'anthropic' | 'openai-chat' | 'openai-responses' | undefined },
 ): MessageProblem[]
 
 // ---------------------------------------------------------------------------------------------
@@ -1499,19 +1593,19 @@ export type IdMap = Record<string, string>
 /** Options of `toAnthropic`, `toOpenAIChat`, `toOpenAIResponses`. */
 export interface ToProviderOptions {
   /** The system prompt: Anthropic takes it beside the messages, OpenAI as the first message / item. */
-  system?: string | ReadonlyArray<TextBlock> | null
+  system?: string | ReadonlyArray<TextBlock> | null | undefined
 }
 
 /** Options of `fromOpenAIChat` and `fromOpenAIResponses`. */
 export interface FromProviderOptions {
   /** The `idMap` the matching `toX` returned: restores the original tool-call ids. */
-  idMap?: IdMap
+  idMap?: IdMap | undefined
 }
 
 /** Options of `fromAnthropic`. */
 export interface FromAnthropicOptions extends FromProviderOptions {
   /** The request's `system`, returned as the result's `system`. */
-  system?: string | ReadonlyArray<TextBlock> | null
+  system?: string | ReadonlyArray<TextBlock> | null | undefined
 }
 
 /** What the `fromX` functions return: neutral messages, ready to `append` or `restoreMessages`. */

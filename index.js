@@ -1,22 +1,63 @@
+// @ts-check
 'use strict'
 // The JS facade over the native module: values cross as JSON text (JSON.stringify here,
 // serde_json in Rust), bulk reads come back as one-byte JSON pages parsed here. The native side
 // owns validation, storage and state; this file only shapes arguments and results.
+//
+// Type-checked (tsc: allowJs, checkJs, strict) against native.d.ts, the declarations napi-rs
+// generates for the native module; index.d.ts is the public contract. Values given by callers
+// are typed `any` here: they are unchecked input, validated below or on the native side.
 
-const native = require('./native.js')
+const native = loadNative()
+
+// The generated loader (native.js) tries this folder, then the platform package
+// (threadline-<platform>). When both fail, say which package was wanted and how to get it.
+/** @returns {typeof import('./native.js')} */
+function loadNative() {
+  try {
+    return require('./native.js')
+  } catch (cause) {
+    const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport())
+    const libc = process.platform === 'linux' ? (report?.header?.glibcVersionRuntime ? '-gnu' : '-musl') : ''
+    const abi = process.platform === 'win32' ? '-msvc' : libc
+    const err = new Error(
+      `threadline: could not load the native binary for ${process.platform}-${process.arch}${abi} ` +
+        `(package threadline-${process.platform}-${process.arch}${abi}). Prebuilt binaries exist for linux x64/arm64 ` +
+        '(glibc >= 2.17, musl), darwin x64/arm64 and win32 x64/arm64, installed as optional dependencies: ' +
+        'reinstall without --omit=optional / --no-optional, and keep the lockfile from another platform out of the way ' +
+        '(delete node_modules and package-lock.json, then npm install). Elsewhere, build from a clone (needs Rust). ' +
+        `Cause: ${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}`,
+    )
+    err.cause = cause
+    throw err
+  }
+}
+
+/** @typedef {import('./native.js').NativeSession} NativeSession */
+/** @typedef {import('./native.js').NativeStore} NativeStore */
+/** @typedef {import('./native.js').NativePages} NativePages */
+/** @typedef {import('./native.js').NativeResponseWriter} NativeResponseWriter */
+/** @typedef {Error & { code: string }} CodedError */
+/** @typedef {(event: Record<string, unknown>) => void} Listener */
 
 const CODES = [
   'INVALID_INPUT', 'NOT_FOUND', 'SESSION_NOT_EMPTY', 'SESSION_LOCKED', 'CLOSED', 'STORE_CORRUPT',
   'STORE_VERSION', 'STORE_BUSY', 'STORE_IO', 'SNAPSHOT_INVALID', 'PROMPT_MISMATCH',
 ]
 
+/**
+ * @param {string} code
+ * @param {string} message
+ * @returns {CodedError}
+ */
 function fail(code, message) {
-  const err = new Error(message)
+  const err = /** @type {CodedError} */ (new Error(message))
   err.code = code
   return err
 }
 
 // Async tasks reject with the code before a NUL in the message; make it a normal coded error.
+/** @param {any} err */
 function recode(err) {
   if (err && typeof err.message === 'string') {
     const nul = err.message.indexOf('\u0000')
@@ -27,6 +68,7 @@ function recode(err) {
   return err
 }
 
+/** @param {unknown} v */
 function describe(v) {
   if (v === null) return 'null'
   if (Array.isArray(v)) return 'an array'
@@ -38,11 +80,16 @@ const MAX_DEPTH = 128
 
 // Where JSON.stringify failed, found by walking the value iteratively (it may be too deep for
 // recursion): a BigInt, a cycle, or nesting past MAX_DEPTH. Only runs after a failure.
+/**
+ * @param {unknown} value
+ * @returns {{ path: string, reason: string } | null}
+ */
 function unencodable(value) {
+  /** @type {Array<{ v: any, path?: string, depth?: number, leave?: boolean }>} */
   const stack = [{ v: value, path: '', depth: 0 }]
   const onPath = new Set()
   while (stack.length > 0) {
-    const { v, path, depth, leave } = stack.pop()
+    const { v, path = '', depth = 0, leave } = /** @type {NonNullable<ReturnType<typeof stack.pop>>} */ (stack.pop())
     if (leave) {
       onPath.delete(v)
       continue
@@ -54,9 +101,11 @@ function unencodable(value) {
     if (typeof v.toJSON === 'function') continue
     onPath.add(v)
     stack.push({ v, leave: true })
+    /** @type {Array<[string, unknown]>} */
     const entries = Array.isArray(v) ? v.map((x, i) => [`[${i}]`, x]) : Object.entries(v).map(([k, x]) => [path ? `.${k}` : k, x])
     for (let i = entries.length - 1; i >= 0; i--) {
-      stack.push({ v: entries[i][1], path: path + entries[i][0], depth: depth + 1 })
+      const [key, x] = /** @type {[string, unknown]} */ (entries[i])
+      stack.push({ v: x, path: path + key, depth: depth + 1 })
     }
   }
   return null
@@ -64,6 +113,11 @@ function unencodable(value) {
 
 // JSON text of a caller's value. Values are stored as JSON.stringify sees them (toJSON is
 // honoured, undefined properties are left out); what it cannot encode is INVALID_INPUT.
+/**
+ * @param {unknown} value
+ * @param {string} what
+ * @returns {string}
+ */
 function toJson(value, what) {
   let text
   try {
@@ -72,16 +126,27 @@ function toJson(value, what) {
     const found = unencodable(value)
     if (found && found.path) throw fail('INVALID_INPUT', `${what}: ${found.path}: ${found.reason}`)
     if (found) throw fail('INVALID_INPUT', `${what}: ${found.reason}`)
-    throw fail('INVALID_INPUT', `${what}: cannot be stored as JSON: ${e.message}`)
+    throw fail('INVALID_INPUT', `${what}: cannot be stored as JSON: ${/** @type {Error} */ (e).message}`)
   }
   if (text === undefined) throw fail('INVALID_INPUT', `${what}: cannot be stored as JSON: got ${typeof value}`)
   return text
 }
 
+/**
+ * @param {unknown} value
+ * @param {string} what
+ * @returns {string | null}
+ */
 function optJson(value, what) {
   return value === undefined || value === null ? null : toJson(value, what)
 }
 
+/**
+ * A caller's options object (or null when absent); anything else is INVALID_INPUT.
+ * @param {any} value
+ * @param {string} what
+ * @returns {Record<string, any> | null}
+ */
 function object(value, what) {
   if (value === undefined || value === null) return null
   if (typeof value !== 'object' || Array.isArray(value)) {
@@ -92,7 +157,12 @@ function object(value, what) {
 
 // Reads every page of a bulk read; the native side reads the next page on another thread while
 // this one is parsed, and each page's text is dropped once parsed.
+/**
+ * @param {NativePages} pages
+ * @returns {any[]}
+ */
 function readPages(pages) {
+  /** @type {any[]} */
   let out = []
   for (let json = pages.next(); json !== null; json = pages.next()) {
     const items = JSON.parse(json)
@@ -101,6 +171,7 @@ function readPages(pages) {
   return out
 }
 
+/** @param {any} message */
 function textBlocks(message) {
   if (message && typeof message.content === 'string') {
     return { ...message, content: [{ type: 'text', text: message.content }] }
@@ -110,6 +181,12 @@ function textBlocks(message) {
 
 // The envelope `append` returns: the caller's own fields (nested objects shared, not copied),
 // plus what the session filled in, in the same key order the store keeps.
+/**
+ * @param {any} input
+ * @param {Record<string, any> | null} extra
+ * @param {Record<string, any>} filled
+ * @returns {Record<string, any>}
+ */
 function envelopeOf(input, extra, filled) {
   if (typeof input === 'string') {
     return { ...extra, ...filled, message: { role: 'user', content: [{ type: 'text', text: input }] } }
@@ -122,6 +199,10 @@ function envelopeOf(input, extra, filled) {
   return env
 }
 
+/**
+ * @param {unknown} input
+ * @param {string} what
+ */
 function checkRecord(input, what) {
   if (typeof input === 'string') return
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
@@ -135,13 +216,19 @@ const kTelemetry = Symbol('telemetry')
 // Telemetry: structured events for a store's listeners, and JSON lines on stdout when
 // THREADLINE_TELEMETRY=console. Off (no listener, no env) it costs one property check per call.
 class Telemetry {
+  /** @param {number} slowMs */
   constructor(slowMs) {
+    /** @type {Listener[]} */
     this.listeners = []
     this.console = process.env.THREADLINE_TELEMETRY === 'console'
     this.slowMs = slowMs
     this.on = this.console
   }
 
+  /**
+   * @param {Listener} listener
+   * @returns {() => void}
+   */
   add(listener) {
     this.listeners.push(listener)
     this.on = true
@@ -151,6 +238,7 @@ class Telemetry {
     }
   }
 
+  /** @param {Record<string, unknown>} event */
   emit(event) {
     const e = { time: new Date().toISOString(), ...event }
     if (this.console) process.stdout.write(JSON.stringify(e) + '\n')
@@ -167,12 +255,21 @@ class Telemetry {
 const PERSIST_CODES = new Set(['STORE_IO', 'STORE_BUSY'])
 
 // Runs a native call; with telemetry on, reports persistence errors and slow operations.
+/**
+ * @template T
+ * @param {Telemetry | undefined} tel
+ * @param {string | undefined} sessionId
+ * @param {string} operation
+ * @param {() => T} fn
+ * @returns {T}
+ */
 function observed(tel, sessionId, operation, fn) {
   if (!tel || !tel.on) return fn()
   const t0 = performance.now()
   try {
     return fn()
-  } catch (e) {
+  } catch (err) {
+    const e = /** @type {any} */ (err)
     if (e && PERSIST_CODES.has(e.code)) {
       tel.emit({ type: 'persist_error', sessionId, operation, code: e.code, message: e.message })
     }
@@ -186,14 +283,26 @@ function observed(tel, sessionId, operation, fn) {
 const DEFAULT_SLOW_MS = 100
 
 // A session's native call, observed by its store's telemetry when that is on.
+/**
+ * @template T
+ * @param {Session} session
+ * @param {string} operation
+ * @param {() => T} fn
+ * @returns {T}
+ */
 function run(session, operation, fn) {
   return observed(session[kTelemetry], session[kNative].id, operation, fn)
 }
 
 class Session {
+  /**
+   * @param {any} options the caller's SessionOptions, or the native session to wrap (wrapSession)
+   */
   constructor(options) {
     if (options && options[kNative]) {
+      /** @type {NativeSession} */
       this[kNative] = options[kNative]
+      /** @type {Telemetry} */
       this[kTelemetry] = options[kTelemetry]
       return
     }
@@ -210,6 +319,10 @@ class Session {
     return JSON.parse(this[kNative].info())
   }
 
+  /**
+   * @param {any} message
+   * @param {any} envelope
+   */
   append(message, envelope) {
     checkRecord(message, 'append')
     const extra = object(envelope, 'append: envelope')
@@ -219,6 +332,9 @@ class Session {
     return envelopeOf(message, extra, filled)
   }
 
+  /**
+   * @param {any} records
+   */
   appendMany(records) {
     if (!Array.isArray(records)) throw fail('INVALID_INPUT', `appendMany: expected an array, got ${describe(records)}`)
     records.forEach((r, i) => checkRecord(r, `appendMany: [${i}]`))
@@ -227,6 +343,11 @@ class Session {
     return records.map((r, i) => envelopeOf(r, null, filled[i]))
   }
 
+  /**
+   * @param {any} name
+   * @param {any} data
+   * @param {any} envelope
+   */
   appendEvent(name, data, envelope) {
     if (typeof name !== 'string' || name === '') {
       throw fail('INVALID_INPUT', `appendEvent: name: expected a non-empty string, got ${describe(name)}`)
@@ -237,12 +358,18 @@ class Session {
     return JSON.parse(run(this, 'appendEvent', () => this[kNative].appendEvent(name, dataJson, extraText)))
   }
 
+  /**
+   * @param {any} records
+   */
   restoreMessages(records) {
     if (!Array.isArray(records)) throw fail('INVALID_INPUT', `restoreMessages: expected an array, got ${describe(records)}`)
     const text = toJson(records, 'restoreMessages')
     return JSON.parse(run(this, 'restoreMessages', () => this[kNative].restoreMessages(text)))
   }
 
+  /**
+   * @param {any} state
+   */
   restoreTokenState(state) {
     this[kNative].restoreTokenState(toJson(object(state, 'restoreTokenState: state') ?? {}, 'restoreTokenState'))
   }
@@ -255,20 +382,29 @@ class Session {
     return run(this, 'allMessages', () => readPages(this[kNative].readMessages(true)))
   }
 
+  /**
+   * @param {any} range
+   */
   envelopes(range) {
     const { fromSeq, limit } = rangeOf(range, 'envelopes')
     return readPages(this[kNative].readEnvelopes(fromSeq, limit === Infinity ? Number.MAX_SAFE_INTEGER : limit))
   }
 
+  /**
+   * @param {any} range
+   */
   async envelopesAsync(range) {
     const { fromSeq, limit } = rangeOf(range, 'envelopesAsync')
     const n = this[kNative]
+    /** @type {any[]} */
     let out = []
+    /** @type {number | undefined} */
     let from = fromSeq
     while (from !== undefined && from !== null && out.length < limit) {
+      /** @type {import('./native.js').NativePage} */
       let page
       try {
-        page = await n.envelopesPageAsync(from, Math.min(limit - out.length, Number.MAX_SAFE_INTEGER))
+        page = /** @type {import('./native.js').NativePage} */ (await n.envelopesPageAsync(from, Math.min(limit - out.length, Number.MAX_SAFE_INTEGER)))
       } catch (e) {
         throw recode(e)
       }
@@ -290,6 +426,9 @@ class Session {
     return JSON.parse(this[kNative].contextFill())
   }
 
+  /**
+   * @param {any} status
+   */
   setStatus(status) {
     if (typeof status !== 'string') throw fail('INVALID_INPUT', `setStatus: status: expected a string, got ${describe(status)}`)
     this[kNative].setStatus(status)
@@ -297,17 +436,27 @@ class Session {
 
   // --- recovery: the tool-call journal ---
 
+  /**
+   * @param {any} toolUseId
+   */
   toolCallStarted(toolUseId) {
     const id = idArg(toolUseId, 'toolCallStarted', 'toolUseId')
     run(this, 'toolCallStarted', () => this[kNative].toolCallStarted(id))
   }
 
+  /**
+   * @param {any} toolUseId
+   * @param {any} result
+   */
   recordToolOutcome(toolUseId, result) {
     const id = idArg(toolUseId, 'recordToolOutcome', 'toolUseId')
     const text = toJson(resultInput(result, 'recordToolOutcome: result'), 'recordToolOutcome: result')
     run(this, 'recordToolOutcome', () => this[kNative].recordToolOutcome(id, text))
   }
 
+  /**
+   * @param {any} filter
+   */
   toolCalls(filter) {
     const f = object(filter, 'toolCalls: filter') ?? {}
     if (f.state !== undefined && typeof f.state !== 'string') {
@@ -316,6 +465,9 @@ class Session {
     return JSON.parse(this[kNative].toolCalls(f.state ?? null)).map(withoutNulls)
   }
 
+  /**
+   * @param {any} toolUseId
+   */
   cachedToolResult(toolUseId) {
     const text = this[kNative].cachedToolResult(idArg(toolUseId, 'cachedToolResult', 'toolUseId'))
     return text === null || text === undefined ? null : JSON.parse(text)
@@ -325,6 +477,9 @@ class Session {
     return JSON.parse(this[kNative].pendingRepairs())
   }
 
+  /**
+   * @param {any} options
+   */
   async recover(options) {
     const o = object(options, 'recover: options') ?? {}
     for (const k of ['isSafe', 'replay']) {
@@ -351,6 +506,9 @@ class Session {
 
   // --- recovery: streaming, snapshots ---
 
+  /**
+   * @param {any} options
+   */
   beginResponse(options) {
     const o = object(options, 'beginResponse: options')
     return new ResponseWriter(this, this[kNative].beginResponse(optJson(o, 'beginResponse: options')))
@@ -362,6 +520,9 @@ class Session {
 
   // --- context ---
 
+  /**
+   * @param {any} options
+   */
   buildContext(options) {
     const o = object(options, 'buildContext: options')
     if (!o) throw fail('INVALID_INPUT', 'buildContext: options: required ({ target })')
@@ -369,17 +530,26 @@ class Session {
     return JSON.parse(run(this, 'buildContext', () => this[kNative].buildContext(text)))
   }
 
+  /**
+   * @param {any} toolUseId
+   */
   readToolOutput(toolUseId) {
     const id = idArg(toolUseId, 'readToolOutput', 'toolUseId')
     return JSON.parse(run(this, 'readToolOutput', () => this[kNative].readToolOutput(id)))
   }
 
+  /**
+   * @param {any} options
+   */
   compactionPlan(options) {
     const o = object(options, 'compactionPlan: options')
     if (!o) throw fail('INVALID_INPUT', 'compactionPlan: options: required ({ targetTokens })')
     return JSON.parse(this[kNative].compactionPlan(toJson(o, 'compactionPlan: options')))
   }
 
+  /**
+   * @param {any} toUuid
+   */
   rewind(toUuid) {
     const id = idArg(toUuid, 'rewind', 'toUuid')
     run(this, 'rewind', () => this[kNative].rewind(id))
@@ -389,6 +559,9 @@ class Session {
     return JSON.parse(this[kNative].branches())
   }
 
+  /**
+   * @param {any} options
+   */
   compact(options) {
     const o = object(options, 'compact: options')
     if (!o) throw fail('INVALID_INPUT', 'compact: options: required ({ summary })')
@@ -403,15 +576,23 @@ class Session {
 
 // Re-runs, once, each started call with no outcome that the caller says is safe, and records
 // its real result in the journal (a failed replay is recorded as an is_error result).
+/**
+ * @param {Session} session
+ * @param {(call: any) => boolean} isSafe
+ * @param {(call: any) => unknown} replay
+ * @returns {Promise<string[]>}
+ */
 async function replaySafe(session, isSafe, replay) {
-  const unknown = new Set(session.pendingRepairs().filter((r) => r.kind === 'unknown_outcome').map((r) => r.toolUseId))
+  const unknown = new Set(session.pendingRepairs().filter((/** @type {any} */ r) => r.kind === 'unknown_outcome').map((/** @type {any} */ r) => r.toolUseId))
+  /** @type {string[]} */
   const replayed = []
   for (const call of session.toolCalls({ state: 'started' })) {
     if (!unknown.has(call.id) || !isSafe(call)) continue
     let result
     try {
       result = resultInput(await replay(call), `recover: replay(${call.id})`)
-    } catch (e) {
+    } catch (err) {
+      const e = /** @type {any} */ (err)
       if (e && e.code === 'INVALID_INPUT') throw e
       result = { content: `Replay failed: ${e && e.message ? e.message : String(e)}`, is_error: true }
     }
@@ -424,6 +605,10 @@ async function replaySafe(session, isSafe, replay) {
 // A response being streamed: chunks are persisted as they arrive (at every block boundary, and
 // at least every 200 ms within a long block), so a crash mid-stream leaves what had arrived.
 class ResponseWriter {
+  /**
+   * @param {Session} session
+   * @param {NativeResponseWriter} n
+   */
   constructor(session, n) {
     this.session = session
     this[kNative] = n
@@ -433,6 +618,9 @@ class ResponseWriter {
     return this[kNative].id
   }
 
+  /**
+   * @param {any} chunk
+   */
   push(chunk) {
     if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
       throw fail('INVALID_INPUT', `push: chunk: expected an object, got ${describe(chunk)}`)
@@ -441,11 +629,17 @@ class ResponseWriter {
     run(this.session, 'push', () => this[kNative].push(text))
   }
 
+  /**
+   * @param {any} message
+   */
   finish(message) {
     const text = message === undefined || message === null ? null : toJson(object(message, 'finish: message'), 'finish: message')
     return JSON.parse(run(this.session, 'finish', () => this[kNative].finish(text)))
   }
 
+  /**
+   * @param {any} error
+   */
   fail(error) {
     const e = object(error, 'fail: error')
     if (!e || typeof e.message !== 'string') throw fail('INVALID_INPUT', 'fail: error.message: expected a string')
@@ -455,16 +649,30 @@ class ResponseWriter {
 }
 
 // What a tool produced, as recordToolOutcome and replay give it: a string is its content.
+/**
+ * @param {unknown} result
+ * @param {string} what
+ * @returns {Record<string, any>}
+ */
 function resultInput(result, what) {
   if (typeof result === 'string') return { content: result }
   return object(result, what) ?? (() => { throw fail('INVALID_INPUT', `${what}: expected an object, got ${describe(result)}`) })()
 }
 
+/**
+ * @param {Record<string, unknown>} o
+ * @returns {Record<string, unknown>}
+ */
 function withoutNulls(o) {
   for (const k of Object.keys(o)) if (o[k] === null && k !== 'input') delete o[k]
   return o
 }
 
+/**
+ * @param {any} range
+ * @param {string} what
+ * @returns {{ fromSeq: number, limit: number }}
+ */
 function rangeOf(range, what) {
   const r = object(range, `${what}: range`) ?? {}
   const fromSeq = r.fromSeq ?? 0
@@ -478,22 +686,42 @@ function rangeOf(range, what) {
   return { fromSeq, limit }
 }
 
+/**
+ * @param {NativeSession} n
+ * @param {Telemetry} telemetry
+ */
 function wrapSession(n, telemetry) {
   return new Session({ [kNative]: n, [kTelemetry]: telemetry })
 }
 
+/**
+ * @param {unknown} path
+ * @param {string} what
+ * @returns {string | null}
+ */
 function pathArg(path, what) {
   if (path === undefined || path === null) return null
   if (typeof path !== 'string') throw fail('INVALID_INPUT', `${what}: path: expected a string, got ${describe(path)}`)
   return path
 }
 
+/**
+ * @param {unknown} id
+ * @param {string} what
+ * @param {string} [name]
+ * @returns {string}
+ */
 function idArg(id, what, name = 'id') {
   if (typeof id !== 'string' || id === '') throw fail('INVALID_INPUT', `${what}: ${name}: expected a non-empty string, got ${describe(id)}`)
   return id
 }
 
 // The store options the native side takes; slowOperationMs is the facade's (telemetry).
+/**
+ * @param {any} options
+ * @param {string} what
+ * @returns {{ native: string | null, slowMs: number }}
+ */
 function storeOptions(options, what) {
   const o = object(options, `${what}: options`)
   if (!o || o.slowOperationMs === undefined) return { native: optJson(o, `${what}: options`), slowMs: DEFAULT_SLOW_MS }
@@ -504,6 +732,11 @@ function storeOptions(options, what) {
   return { native: JSON.stringify(rest), slowMs: slowOperationMs }
 }
 
+/**
+ * @param {any} options
+ * @param {string} what
+ * @returns {string | null}
+ */
 function promptKeyOf(options, what) {
   const o = object(options, `${what}: options`)
   if (!o || o.promptKey === undefined) return null
@@ -512,6 +745,10 @@ function promptKeyOf(options, what) {
 }
 
 class Store {
+  /**
+   * @param {unknown} n a NativeStore (anything else: `new Store()` from outside, refused)
+   * @param {number} [slowMs]
+   */
   constructor(n, slowMs = DEFAULT_SLOW_MS) {
     if (!(n instanceof native.NativeStore)) {
       throw fail('INVALID_INPUT', 'Store: use Store.open(path, options) or Store.openAsync(path, options)')
@@ -520,11 +757,19 @@ class Store {
     this[kTelemetry] = new Telemetry(slowMs)
   }
 
+  /**
+   * @param {any} path
+   * @param {any} options
+   */
   static open(path, options) {
     const o = storeOptions(options, 'open')
     return new Store(native.NativeStore.open(pathArg(path, 'open'), o.native), o.slowMs)
   }
 
+  /**
+   * @param {any} path
+   * @param {any} options
+   */
   static async openAsync(path, options) {
     const o = storeOptions(options, 'openAsync')
     const task = native.openStoreAsync(pathArg(path, 'openAsync'), o.native)
@@ -537,16 +782,28 @@ class Store {
 
   // Imports a snapshot into the store at `path` (the default store when omitted). The store
   // stays open for the returned session; `store.importSnapshot(json)` imports into an open one.
+  /**
+   * @param {any} json
+   * @param {any} path
+   * @param {any} options
+   */
   static importSnapshot(json, path, options) {
     return Store.open(path, options).importSnapshot(json)
   }
 
+  /**
+   * @param {any} json
+   */
   importSnapshot(json) {
     if (typeof json !== 'string') throw fail('INVALID_INPUT', `importSnapshot: expected a JSON string, got ${describe(json)}`)
     const tel = this[kTelemetry]
     return wrapSession(observed(tel, undefined, 'importSnapshot', () => this[kNative].importSnapshot(json)), tel)
   }
 
+  /**
+   * @param {any} id
+   * @param {any} options
+   */
   forkSession(id, options) {
     const sid = idArg(id, 'forkSession')
     const o = object(options, 'forkSession: options') ?? {}
@@ -565,6 +822,9 @@ class Store {
     return found
   }
 
+  /**
+   * @param {any} listener
+   */
   onEvent(listener) {
     if (typeof listener !== 'function') throw fail('INVALID_INPUT', `onEvent: listener: expected a function, got ${describe(listener)}`)
     return this[kTelemetry].add(listener)
@@ -574,10 +834,17 @@ class Store {
     return this[kNative].path
   }
 
+  /**
+   * @param {any} options
+   */
   createSession(options) {
     return wrapSession(this[kNative].createSession(optJson(object(options, 'createSession: options'), 'createSession: options')), this[kTelemetry])
   }
 
+  /**
+   * @param {any} id
+   * @param {any} options
+   */
   openSession(id, options) {
     const sid = idArg(id, 'openSession')
     const key = promptKeyOf(options, 'openSession')
@@ -585,19 +852,29 @@ class Store {
     return wrapSession(observed(tel, sid, 'openSession', () => this[kNative].openSession(sid, key)), tel)
   }
 
+  /**
+   * @param {any} id
+   * @param {any} options
+   */
   async openSessionAsync(id, options) {
     const task = this[kNative].openSessionAsync(idArg(id, 'openSessionAsync'), promptKeyOf(options, 'openSessionAsync'))
     try {
-      return wrapSession(await task, this[kTelemetry])
+      return wrapSession(/** @type {NativeSession} */ (await task), this[kTelemetry])
     } catch (e) {
       throw recode(e)
     }
   }
 
+  /**
+   * @param {any} filter
+   */
   listSessions(filter) {
     return JSON.parse(this[kNative].listSessions(optJson(object(filter, 'listSessions: filter'), 'listSessions: filter')))
   }
 
+  /**
+   * @param {any} id
+   */
   deleteSession(id) {
     this[kNative].deleteSession(idArg(id, 'deleteSession'))
   }
@@ -608,6 +885,10 @@ class Store {
 }
 
 // Checks messages the way the provider checks a request; returns the problems, [] when valid.
+/**
+ * @param {any} messages
+ * @param {any} [options]
+ */
 function validateMessages(messages, options) {
   if (!Array.isArray(messages)) throw fail('INVALID_INPUT', `validateMessages: expected an array, got ${describe(messages)}`)
   const o = object(options, 'validateMessages: options') ?? {}
@@ -622,33 +903,63 @@ function validateMessages(messages, options) {
 // Provider converters: neutral messages (the stored Anthropic wire shape) to and from the request
 // and response shapes of Anthropic, OpenAI Chat Completions and the OpenAI Responses API. The
 // native side converts and checks; this only shapes arguments.
+/**
+ * @param {'toAnthropic' | 'fromAnthropic' | 'toOpenAIChat' | 'fromOpenAIChat' | 'toOpenAIResponses' | 'fromOpenAIResponses'} name
+ * @param {any} list
+ * @param {any} options
+ * @param {string} what
+ */
 function convertCall(name, list, options, what) {
   if (!Array.isArray(list)) throw fail('INVALID_INPUT', `${name}: expected an array of ${what}, got ${describe(list)}`)
   const opts = object(options, `${name}: options`)
   return JSON.parse(native[name](toJson(list, name), optJson(opts, `${name}: options`)))
 }
 
+/**
+ * @param {any} messages
+ * @param {any} [options]
+ */
 function toAnthropic(messages, options) {
   return convertCall('toAnthropic', messages, options, 'messages')
 }
 
+/**
+ * @param {any} messages
+ * @param {any} [options]
+ */
 function fromAnthropic(messages, options) {
   return convertCall('fromAnthropic', messages, options, 'messages')
 }
 
+/**
+ * @param {any} messages
+ * @param {any} [options]
+ */
 function toOpenAIChat(messages, options) {
   return convertCall('toOpenAIChat', messages, options, 'messages')
 }
 
+/**
+ * @param {any} messages
+ * @param {any} [options]
+ */
 function fromOpenAIChat(messages, options) {
   return convertCall('fromOpenAIChat', messages, options, 'messages')
 }
 
+/**
+ * @param {any} messages
+ * @param {any} [options]
+ */
 function toOpenAIResponses(messages, options) {
   return convertCall('toOpenAIResponses', messages, options, 'messages')
 }
 
 // `items` may be a string, as the Responses API's `input` may: one user message.
+/**
+ * @param {any} items
+ * @param {any} [options]
+ */
 function fromOpenAIResponses(items, options) {
   const list = typeof items === 'string' ? [{ role: 'user', content: items }] : items
   return convertCall('fromOpenAIResponses', list, options, 'items')

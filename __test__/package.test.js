@@ -175,6 +175,20 @@ test('packing and installing the published layout', { skip: !supported && `needs
     assert.match(wrong.stdout, /wrong\.ts\(2,12\): error TS2345/)
   })
 
+  await t.test('without its platform package (--omit=optional), require says which package is missing', () => {
+    const pkg = path.join(project, 'node_modules', `threadline-linux-${arch}-gnu`)
+    const aside = path.join(work, 'aside')
+    fs.renameSync(pkg, aside)
+    try {
+      const r = spawnSync(process.execPath, ['-e', "require('threadline')"], { cwd: project, env, encoding: 'utf8' })
+      assert.notEqual(r.status, 0)
+      assert.match(r.stderr, new RegExp(`could not load the native binary for linux-${arch}-gnu \\(package threadline-linux-${arch}-gnu\\)`))
+      assert.match(r.stderr, /--omit=optional/)
+    } finally {
+      fs.renameSync(aside, pkg)
+    }
+  })
+
   await t.test('an esbuild bundle (--loader:.node=copy) runs from another folder', () => {
     fs.writeFileSync(path.join(project, 'app.js'), `
       const { Store } = require('threadline')

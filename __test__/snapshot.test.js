@@ -188,6 +188,9 @@ describe('round trip', () => {
 
   test('the imported session keeps its updatedAt (listSessions orders by it)', async (t) => {
     const src = build('short.jsonl', 'updated-at')
+    // Written a few ms after the source's last write, so 'already-here' is newer by the clock
+    // (within one ms the tie would go to write order, where the import comes last).
+    await new Promise((r) => setTimeout(r, 5))
     const { store } = target(t, 'memory')
     await new Promise((r) => setTimeout(r, 20)) // so an import-time updatedAt would differ
     const back = store.importSnapshot(src.snapshot())

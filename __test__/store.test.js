@@ -21,7 +21,7 @@ test('a new store file is created with mode 0600, and so are its -wal and -shm f
   const dir = tmpDir(t)
   const old = process.umask(0o022) // a usual umask, which alone would give 0644
   try {
-    const file = path.join(dir, 'nested', 'dirs', 'private.db')
+    const file = path.join(dir, 'private.db')
     const store = Store.open(file)
     store.createSession().append('secret prompt')
     assert.equal(mode(file), 0o600)
@@ -144,7 +144,7 @@ test('sessions: info, listSessions (most recently updated first), setStatus, del
   assert.equal(back.messages.length, 2)
 })
 
-test('listSessions orders by write order, even within one millisecond and across processes', (t) => {
+test('listSessions: most recently updated first, ties within one millisecond in write order, across processes', (t) => {
   const file = path.join(tmpDir(t), 's.db')
   const store = Store.open(file)
   t.after(() => store.close())

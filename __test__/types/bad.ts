@@ -13,7 +13,7 @@ for (const m of session.messages) {
   for (const b of m.content) {
     if (b.type === 'text') console.log(b.input) // BAD TS2339: a text block has no input
     if (b.type === 'tool_result') console.log(b.id) // BAD TS2339: a tool_result has tool_use_id, not id
-    if (b.type === 'thinking') b.signature.trim() // BAD TS18048: signature is optional
+    if (b.type === 'thinking') b.signature.trim() // BAD TS18048: signature may be absent (thinking stored unsigned)
   }
 }
 

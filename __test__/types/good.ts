@@ -324,7 +324,24 @@ async function recoveryApi(): Promise<void> {
   assert.deepEqual(copy.messages, s.messages)
 }
 
+// Thinking without a signature can be appended; read back, it has none (UnsignedThinkingBlock),
+// and a signed one narrows to `signature: string`. Option properties may be `undefined`.
+function thinkingApi(): void {
+  const t = new Session({ title: undefined })
+  t.append('think first', { requestId: undefined })
+  t.append({ role: 'assistant', content: [{ type: 'thinking', thinking: 'unsigned' }, { type: 'thinking', thinking: 'signed', signature: 'sig-B' }, { type: 'text', text: 'ok' }] })
+  const blocks = t.messages[1]?.content ?? []
+  const [unsigned, signed] = blocks
+  assert.ok(unsigned?.type === 'thinking' && unsigned.signature === undefined)
+  assert.ok(!('signature' in unsigned))
+  assert.ok(signed?.type === 'thinking' && signed.signature !== undefined)
+  const sig: string = signed.signature
+  assert.equal(sig, 'sig-B')
+  assert.deepEqual(validateMessages(t.messages).map((p) => p.code), ['unsigned_thinking'])
+}
+
 asyncApi()
+  .then(thinkingApi)
   .then(recoveryApi)
   .then(() => {
     store.close()

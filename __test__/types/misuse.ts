@@ -146,3 +146,22 @@ export function converterMisuses(messages: Message[]): void {
   // @ts-expect-error validateMessages checks for a known target
   validateMessages([], { target: 'gemini' })
 }
+
+// ---- streaming and thinking --------------------------------------------------------------------
+import type { ResponseWriter, ThinkingBlock } from 'threadline'
+
+export function streamMisuses(writer: ResponseWriter, block: ContentBlock): void {
+  // @ts-expect-error a chunk of an unknown type
+  writer.push({ type: 'bogus' })
+  // @ts-expect-error a simple text chunk needs its text
+  writer.push({ type: 'text' })
+  // @ts-expect-error an Anthropic content_block_delta needs its index
+  writer.push({ type: 'content_block_delta', delta: { type: 'text_delta', text: 'x' } })
+  // @ts-expect-error a chunk is an object, not a string
+  writer.push('text')
+  if (block.type === 'thinking') {
+    // @ts-expect-error thinking read back may be unsigned: check signature before treating it as signed
+    const signed: ThinkingBlock = block
+    void signed
+  }
+}

@@ -915,13 +915,13 @@ fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
     })
 }
 
-/// When a session was last written, for listing: most recent first is the greatest. The store's
-/// write counter decides (clocks tie and skew); a store migrated from before the counter has 0
-/// for sessions not written since, which then fall back to the time.
+/// When a session was last written, for listing: most recent first is the greatest. The time
+/// (`updatedAt`, which an imported snapshot keeps from its origin) decides, and the store's write
+/// counter breaks its ties: writes in one millisecond list in the order they were made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Recency {
-    pub write_seq: i64,
     pub updated_ms: i64,
+    pub write_seq: i64,
 }
 
 /// A session's metadata and when it was last written, for sorting.

@@ -123,16 +123,19 @@ pub fn default_store_path() -> PathBuf {
 impl Store {
     /// Opens the store at `path` (created if missing; `:memory:` for one in memory only).
     pub fn open(path: Option<&str>, options: StoreOptions) -> Result<Store> {
-        let path = match path {
-            Some(p) => p.to_string(),
-            None => default_store_path().to_string_lossy().into_owned(),
+        // The default location is ours to make (0700); a path the caller gives must be in a
+        // directory that exists: nothing is created that the caller did not ask for.
+        let (path, make_dirs) = match path {
+            Some(p) => (p.to_string(), false),
+            None => (default_store_path().to_string_lossy().into_owned(), true),
         };
-        let conn =
-            open_connection(&path, &options).map_err(|e| e.during(&format!("open {path}")))?;
+        let file = sqlite_filename(&path);
+        let conn = open_connection(&file, &options, make_dirs)
+            .map_err(|e| e.during(&format!("open {path}")))?;
         let checkpointer = if options.readonly {
             None
         } else {
-            Checkpointer::start(&path, options.busy_timeout_ms)
+            Checkpointer::start(&file, options.busy_timeout_ms)
         };
         let shared = Shared {
             conn: Mutex::new(conn),
@@ -339,10 +342,21 @@ fn bound(s: &Option<String>, name: &str) -> Result<Option<i64>> {
     }
 }
 
-fn open_connection(path: &str, options: &StoreOptions) -> Result<Connection> {
+/// The name to hand SQLite for a path. SQLite reads a name that starts with `file:` as a URI
+/// (`?mode=memory`, `nolock=1`, `immutable=1`: acknowledged writes that reach no disk, or no
+/// locking); a path is a path, so such a name is made explicitly relative.
+fn sqlite_filename(path: &str) -> String {
+    if path.starts_with("file:") {
+        format!("./{path}")
+    } else {
+        path.to_string()
+    }
+}
+
+fn open_connection(path: &str, options: &StoreOptions, make_dirs: bool) -> Result<Connection> {
     let memory = path == ":memory:";
     if !memory && !options.readonly {
-        create_private(FsPath::new(path))?;
+        create_private(FsPath::new(path), make_dirs)?;
     }
     let flags = if options.readonly {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -375,16 +389,33 @@ fn open_connection(path: &str, options: &StoreOptions) -> Result<Connection> {
 }
 
 /// Creates the database file readable and writable by its owner only (SQLite gives its -wal and
-/// -shm files the same permissions), with its parent directories.
-fn create_private(path: &FsPath) -> Result<()> {
+/// -shm files the same permissions). Its directory must exist, unless `make_dirs` (the default
+/// location), when missing directories are made readable by their owner only.
+fn create_private(path: &FsPath, make_dirs: bool) -> Result<()> {
     if path.exists() {
         return Ok(());
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        if make_dirs {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                builder.mode(0o700);
+            }
+            builder.create(dir)?;
+        } else if !dir.is_dir() {
+            return Err(Error::StoreIo(format!(
+                "the directory '{}' does not exist",
+                dir.display()
+            )));
+        }
     }
+    // create, not create_new: a dangling symlink at the path gets its target made, 0600 too
+    // (O_EXCL would refuse it, and SQLite would then create the target with its own 0644).
     let mut open = std::fs::OpenOptions::new();
-    open.write(true).create_new(true);
+    open.write(true).create(true).truncate(false);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;

@@ -1,7 +1,7 @@
 //! The order in which sessions were last written, store-wide. Clocks tie (two writes in one
-//! millisecond) and differ between processes; this counter does neither: every write to a session
-//! (create, append, status change, fork, import) gives it the next number, inside the same
-//! transaction, so `listSessions` can list sessions in the order they were really written.
+//! millisecond); this counter does not: every write to a session (create, append, status change,
+//! fork, import) gives it the next number, inside the same transaction, so `listSessions` breaks
+//! ties of `updatedAt` in the order the writes were really made.
 
 use rusqlite::Connection;
 
