@@ -15,7 +15,7 @@ impl AsRef<str> for Code {
 pub type Result<T> = napi::Result<T, Code>;
 
 pub fn to_js(e: threadline::Error) -> Error<Code> {
-    Error::new(Code(e.code()), e.message())
+    Error::new(Code(e.code()), e.bounded_message())
 }
 
 pub trait OrThrow<T> {

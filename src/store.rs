@@ -163,6 +163,6 @@ impl Task for OpenSession {
 pub fn async_error(e: threadline::Error) -> napi::Error {
     napi::Error::new(
         napi::Status::GenericFailure,
-        format!("{}\u{0}{}", e.code(), e.message()),
+        format!("{}\u{0}{}", e.code(), e.bounded_message()),
     )
 }

@@ -245,12 +245,17 @@ impl Session {
 }
 
 /// Whole turns from the oldest, until what is left fits; the last `keep` turns always stay.
+/// Linear in the view: each message's size is estimated once, and what is left after a cut is a
+/// suffix sum, not a re-sum per turn.
 fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> CompactionPlan {
     let turns = context::turn_starts(view);
-    let tokens = |rs: &[ViewRecord]| -> u64 {
-        (rs.iter().map(|r| estimate_chars(&r.message)).sum::<u64>() as f64 * ratio).ceil() as u64
-    };
-    let before = tokens(view);
+    // chars_from[i]: estimated characters of view[i..]
+    let mut chars_from = vec![0u64; view.len() + 1];
+    for (i, r) in view.iter().enumerate().rev() {
+        chars_from[i] = chars_from[i + 1] + estimate_chars(&r.message);
+    }
+    let tokens = |chars: u64| -> u64 { (chars as f64 * ratio).ceil() as u64 };
+    let before = tokens(chars_from[0]);
     let keep = keep.max(1).min(turns.len());
     let parted = parting(view);
     // Cut at a turn start: everything before it is summarised. Never where a call before the
@@ -264,7 +269,7 @@ fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> Com
             continue;
         }
         cut = start;
-        if tokens(&view[start..]) <= target_tokens {
+        if tokens(chars_from[start]) <= target_tokens {
             break;
         }
     }
@@ -284,8 +289,8 @@ fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> Com
             .then(|| view.get(cut).map(|r| r.uuid.clone()))
             .flatten(),
         tokens_before: before,
-        tokens_to_summarise: tokens(summarised),
-        tokens_kept: tokens(&view[cut..]),
+        tokens_to_summarise: tokens(chars_from[0] - chars_from[cut]),
+        tokens_kept: tokens(chars_from[cut]),
         turns_summarised: turns.iter().filter(|&&s| s < cut).count(),
         turns_kept: turns.iter().filter(|&&s| s >= cut).count(),
     }

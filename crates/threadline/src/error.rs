@@ -32,6 +32,30 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The longest message `bounded_message` gives, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 400;
+
+fn bounded(m: &str) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for (i, c) in m.char_indices() {
+        if count == MAX_MESSAGE_CHARS {
+            let left = m[i..].chars().count();
+            out.push_str(&format!("... ({left} more characters)"));
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+        count += 1;
+    }
+    out
+}
+
 impl Error {
     /// Every code, in the contract's order: the list the JS side exports as `ERROR_CODES` (a node
     /// test checks the two are equal).
@@ -64,6 +88,12 @@ impl Error {
             Error::SnapshotInvalid(_) => "SNAPSHOT_INVALID",
             Error::PromptMismatch(_) => "PROMPT_MISMATCH",
         }
+    }
+
+    /// The message as it may be shown or logged: control characters escaped (no log injection)
+    /// and at most `MAX_MESSAGE_CHARS` characters, so an error never echoes megabytes of input.
+    pub fn bounded_message(&self) -> String {
+        bounded(self.message())
     }
 
     pub fn message(&self) -> &str {
@@ -167,7 +197,21 @@ impl fmt::Display for Path {
 
 #[cfg(test)]
 mod codes {
-    use super::Error;
+    use super::{Error, MAX_MESSAGE_CHARS};
+
+    #[test]
+    fn bounded_messages_are_short_and_have_no_control_characters() {
+        let e = Error::InvalidInput(format!(
+            "x: got '{}\u{1b}[31m\nforged log line'",
+            "a".repeat(10_000_000)
+        ));
+        let m = e.bounded_message();
+        assert!(m.chars().count() < MAX_MESSAGE_CHARS + 40, "{}", m.len());
+        assert!(m.ends_with("more characters)"));
+        let e = Error::InvalidInput("x: '\u{1b}[31m\nforged'".into());
+        assert_eq!(e.bounded_message(), "x: '\\u{001b}[31m\\nforged'");
+        assert!(!e.bounded_message().chars().any(char::is_control));
+    }
 
     #[test]
     fn every_variant_has_its_code_in_the_list_once() {

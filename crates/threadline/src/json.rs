@@ -43,11 +43,27 @@ fn parse_error(text: &str) -> Error {
             if path == "." {
                 return Error::InvalidInput(format!("not valid JSON: {reason}"));
             }
-            if path.len() > 120 {
-                path.truncate(120);
+            // By characters: a byte cut could fall inside a multi-byte key (a panic).
+            if let Some((cut, _)) = path.char_indices().nth(120) {
+                path.truncate(cut);
                 path.push_str("...");
             }
             Error::InvalidInput(format!("{path}: {reason}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_non_ascii_path_in_a_cut_line_is_an_error_not_a_panic() {
+        // A line cut short by a crash, under keys of two-byte characters longer than 60 of them.
+        let key = "ключ".repeat(40);
+        let text = format!(r#"{{"message":{{"content":[{{"input":{{"{key}":"#);
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT");
+        assert!(e.message().contains("..."), "{}", e.message());
     }
 }
