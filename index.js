@@ -111,6 +111,49 @@ function unencodable(value) {
   return null
 }
 
+const MAYBE_LONE_SURROGATE = /\\ud[89abcdef][0-9a-f]{2}/i
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+// Whether any string (or key) in a value holds a lone surrogate; walked iteratively.
+/** @param {unknown} value */
+function hasLoneSurrogate(value) {
+  const stack = [value]
+  while (stack.length > 0) {
+    const v = stack.pop()
+    if (typeof v === 'string') {
+      if (LONE_SURROGATE.test(v)) return true
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (LONE_SURROGATE.test(k)) return true
+        stack.push(x)
+      }
+    }
+  }
+  return false
+}
+
+/** @param {unknown} e */
+function isJsonTypeError(e) {
+  return (e instanceof TypeError && /circular|BigInt|cyclic/i.test(e.message)) || (e instanceof RangeError && /call stack/i.test(e.message))
+}
+
+// Options are small objects of flags and numbers: a number that is not finite (NaN, Infinity)
+// would become null in JSON and be silently ignored, so it is refused with its path.
+/**
+ * @param {unknown} value
+ * @param {string} what
+ */
+function checkFinite(value, what) {
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw fail('INVALID_INPUT', `${what}: expected a finite number, got ${value}`)
+  }
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [k, v] of Object.entries(value)) {
+      if (v !== null && (typeof v === 'number' || (typeof v === 'object' && !Array.isArray(v)))) checkFinite(v, `${what}.${k}`)
+    }
+  }
+}
+
 // JSON text of a caller's value. Values are stored as JSON.stringify sees them (toJSON is
 // honoured, undefined properties are left out); what it cannot encode is INVALID_INPUT.
 /**
@@ -123,6 +166,11 @@ function toJson(value, what) {
   try {
     text = JSON.stringify(value)
   } catch (e) {
+    // A getter, toJSON or Proxy trap of the caller's that threw: say so, and do not run it again
+    // by walking the value (only cycles and BigInts, JSON.stringify's own TypeErrors, are walked).
+    if (!isJsonTypeError(e)) {
+      throw fail('INVALID_INPUT', `${what}: reading the value threw: ${e instanceof Error ? e.message : String(e)}`)
+    }
     const found = unencodable(value)
     if (found && found.path) throw fail('INVALID_INPUT', `${what}: ${found.path}: ${found.reason}`)
     if (found) throw fail('INVALID_INPUT', `${what}: ${found.reason}`)
@@ -141,6 +189,17 @@ function optJson(value, what) {
   return value === undefined || value === null ? null : toJson(value, what)
 }
 
+// JSON text of an options object, its numbers checked finite.
+/**
+ * @param {any} value
+ * @param {string} what
+ * @returns {string | null}
+ */
+function optionsJson(value, what) {
+  checkFinite(value, what)
+  return optJson(value, what)
+}
+
 /**
  * A caller's options object (or null when absent); anything else is INVALID_INPUT.
  * @param {any} value
@@ -149,7 +208,7 @@ function optJson(value, what) {
  */
 function object(value, what) {
   if (value === undefined || value === null) return null
-  if (typeof value !== 'object' || Array.isArray(value)) {
+  if (typeof value !== 'object' || isArray(value, what)) {
     throw fail('INVALID_INPUT', `${what}: expected an object, got ${describe(value)}`)
   }
   return value
@@ -199,13 +258,26 @@ function envelopeOf(input, extra, filled) {
   return env
 }
 
+// Array.isArray of a caller's value: only a revoked Proxy makes it throw, and that is bad input.
+/**
+ * @param {unknown} v
+ * @param {string} what
+ */
+function isArray(v, what) {
+  try {
+    return Array.isArray(v)
+  } catch (e) {
+    throw fail('INVALID_INPUT', `${what}: reading the value threw: ${e instanceof Error ? e.message : String(e)}`)
+  }
+}
+
 /**
  * @param {unknown} input
  * @param {string} what
  */
 function checkRecord(input, what) {
   if (typeof input === 'string') return
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+  if (input === null || typeof input !== 'object' || isArray(input, what)) {
     throw fail('INVALID_INPUT', `${what}: expected a message, an envelope or a string, got ${describe(input)}`)
   }
 }
@@ -306,7 +378,7 @@ class Session {
       this[kTelemetry] = options[kTelemetry]
       return
     }
-    this[kNative] = new native.NativeSession(optJson(object(options, 'Session: options'), 'Session: options'))
+    this[kNative] = new native.NativeSession(optionsJson(object(options, 'Session: options'), 'Session: options'))
     this[kTelemetry] = new Telemetry(DEFAULT_SLOW_MS)
   }
 
@@ -336,7 +408,7 @@ class Session {
    * @param {any} records
    */
   appendMany(records) {
-    if (!Array.isArray(records)) throw fail('INVALID_INPUT', `appendMany: expected an array, got ${describe(records)}`)
+    if (!isArray(records, 'appendMany')) throw fail('INVALID_INPUT', `appendMany: expected an array, got ${describe(records)}`)
     records.forEach((r, i) => checkRecord(r, `appendMany: [${i}]`))
     const text = toJson(records, 'appendMany')
     const filled = JSON.parse(run(this, 'appendMany', () => this[kNative].appendMany(text)))
@@ -362,16 +434,31 @@ class Session {
    * @param {any} records
    */
   restoreMessages(records) {
-    if (!Array.isArray(records)) throw fail('INVALID_INPUT', `restoreMessages: expected an array, got ${describe(records)}`)
-    const text = toJson(records, 'restoreMessages')
-    return JSON.parse(run(this, 'restoreMessages', () => this[kNative].restoreMessages(text)))
+    if (!isArray(records, 'restoreMessages')) throw fail('INVALID_INPUT', `restoreMessages: expected an array, got ${describe(records)}`)
+    let text = toJson(records, 'restoreMessages')
+    // A record holding a lone UTF-16 surrogate (not valid Unicode) is skipped and reported like
+    // any unreadable line, not allowed to fail the whole restore. JSON.stringify writes lone
+    // surrogates as escapes, so a cheap scan finds the rare text that needs the per-record look.
+    /** @type {number[]} */
+    let broken = []
+    if (MAYBE_LONE_SURROGATE.test(text)) {
+      broken = records.flatMap((r, i) => (hasLoneSurrogate(r) ? [i] : []))
+      if (broken.length > 0) text = toJson(records.map((r, i) => (broken.includes(i) ? null : r)), 'restoreMessages')
+    }
+    const report = JSON.parse(run(this, 'restoreMessages', () => this[kNative].restoreMessages(text)))
+    for (const entry of report.skipped) {
+      if (broken.includes(entry.index)) entry.reason = 'a string holds a lone UTF-16 surrogate, which is not valid Unicode text'
+    }
+    return report
   }
 
   /**
    * @param {any} state
    */
   restoreTokenState(state) {
-    this[kNative].restoreTokenState(toJson(object(state, 'restoreTokenState: state') ?? {}, 'restoreTokenState'))
+    const o = object(state, 'restoreTokenState: state') ?? {}
+    checkFinite(o, 'restoreTokenState: state')
+    this[kNative].restoreTokenState(toJson(o, 'restoreTokenState'))
   }
 
   get messages() {
@@ -511,7 +598,7 @@ class Session {
    */
   beginResponse(options) {
     const o = object(options, 'beginResponse: options')
-    return new ResponseWriter(this, this[kNative].beginResponse(optJson(o, 'beginResponse: options')))
+    return new ResponseWriter(this, this[kNative].beginResponse(optionsJson(o, 'beginResponse: options')))
   }
 
   snapshot() {
@@ -526,7 +613,7 @@ class Session {
   buildContext(options) {
     const o = object(options, 'buildContext: options')
     if (!o) throw fail('INVALID_INPUT', 'buildContext: options: required ({ target })')
-    const text = toJson(o, 'buildContext: options')
+    const text = /** @type {string} */ (optionsJson(o, 'buildContext: options'))
     return JSON.parse(run(this, 'buildContext', () => this[kNative].buildContext(text)))
   }
 
@@ -544,7 +631,7 @@ class Session {
   compactionPlan(options) {
     const o = object(options, 'compactionPlan: options')
     if (!o) throw fail('INVALID_INPUT', 'compactionPlan: options: required ({ targetTokens })')
-    return JSON.parse(this[kNative].compactionPlan(toJson(o, 'compactionPlan: options')))
+    return JSON.parse(this[kNative].compactionPlan(/** @type {string} */ (optionsJson(o, 'compactionPlan: options'))))
   }
 
   /**
@@ -565,7 +652,7 @@ class Session {
   compact(options) {
     const o = object(options, 'compact: options')
     if (!o) throw fail('INVALID_INPUT', 'compact: options: required ({ summary })')
-    const text = toJson(o, 'compact: options')
+    const text = /** @type {string} */ (optionsJson(o, 'compact: options'))
     return JSON.parse(run(this, 'compact', () => this[kNative].compact(text)))
   }
 
@@ -724,7 +811,7 @@ function idArg(id, what, name = 'id') {
  */
 function storeOptions(options, what) {
   const o = object(options, `${what}: options`)
-  if (!o || o.slowOperationMs === undefined) return { native: optJson(o, `${what}: options`), slowMs: DEFAULT_SLOW_MS }
+  if (!o || o.slowOperationMs === undefined) return { native: optionsJson(o, `${what}: options`), slowMs: DEFAULT_SLOW_MS }
   const { slowOperationMs, ...rest } = o
   if (typeof slowOperationMs !== 'number' || !(slowOperationMs >= 0)) {
     throw fail('INVALID_INPUT', `${what}: options.slowOperationMs: expected a number >= 0, got ${String(slowOperationMs)}`)
@@ -838,7 +925,7 @@ class Store {
    * @param {any} options
    */
   createSession(options) {
-    return wrapSession(this[kNative].createSession(optJson(object(options, 'createSession: options'), 'createSession: options')), this[kTelemetry])
+    return wrapSession(this[kNative].createSession(optionsJson(object(options, 'createSession: options'), 'createSession: options')), this[kTelemetry])
   }
 
   /**
@@ -869,7 +956,7 @@ class Store {
    * @param {any} filter
    */
   listSessions(filter) {
-    return JSON.parse(this[kNative].listSessions(optJson(object(filter, 'listSessions: filter'), 'listSessions: filter')))
+    return JSON.parse(this[kNative].listSessions(optionsJson(object(filter, 'listSessions: filter'), 'listSessions: filter')))
   }
 
   /**
@@ -890,7 +977,7 @@ class Store {
  * @param {any} [options]
  */
 function validateMessages(messages, options) {
-  if (!Array.isArray(messages)) throw fail('INVALID_INPUT', `validateMessages: expected an array, got ${describe(messages)}`)
+  if (!isArray(messages, 'validateMessages')) throw fail('INVALID_INPUT', `validateMessages: expected an array, got ${describe(messages)}`)
   const o = object(options, 'validateMessages: options') ?? {}
   for (const k of Object.keys(o)) {
     if (k !== 'target') throw fail('INVALID_INPUT', `validateMessages: options.${k}: unknown option (expected target)`)
@@ -910,9 +997,9 @@ function validateMessages(messages, options) {
  * @param {string} what
  */
 function convertCall(name, list, options, what) {
-  if (!Array.isArray(list)) throw fail('INVALID_INPUT', `${name}: expected an array of ${what}, got ${describe(list)}`)
+  if (!isArray(list, name)) throw fail('INVALID_INPUT', `${name}: expected an array of ${what}, got ${describe(list)}`)
   const opts = object(options, `${name}: options`)
-  return JSON.parse(native[name](toJson(list, name), optJson(opts, `${name}: options`)))
+  return JSON.parse(native[name](toJson(list, name), optionsJson(opts, `${name}: options`)))
 }
 
 /**

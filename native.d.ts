@@ -80,6 +80,12 @@ export declare class NativeStore {
   close(): void
 }
 
+/**
+ * Panics inside `guard`, for the test that a panic reaches JS as a coded error. Not exported by
+ * index.js.
+ */
+export declare function __panicForTest(): void
+
 /** THREADLINE_HOME/threadline.db if set, else the platform's per-user data dir + threadline/threadline.db. */
 export declare function defaultStorePath(): string
 

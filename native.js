@@ -839,6 +839,7 @@ module.exports.NativePages = nativeBinding.NativePages
 module.exports.NativeResponseWriter = nativeBinding.NativeResponseWriter
 module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.NativeStore = nativeBinding.NativeStore
+module.exports.__panicForTest = nativeBinding.__panicForTest
 module.exports.defaultStorePath = nativeBinding.defaultStorePath
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.fromAnthropic = nativeBinding.fromAnthropic

@@ -25,6 +25,10 @@ function fill(session, n) {
 test('Store.openAsync opens (and creates) a store; openSessionAsync opens a session in it', async (t) => {
   const dir = tmpDir(t)
   const file = path.join(dir, 'sub', 'a.db')
+  // A path in a directory that does not exist rejects, coded, and creates nothing.
+  await assert.rejects(Store.openAsync(file), (e) => e.code === 'STORE_IO' && e.message.includes(path.join(dir, 'sub')))
+  assert.deepEqual(fs.readdirSync(dir), [])
+  fs.mkdirSync(path.join(dir, 'sub'))
   const pending = Store.openAsync(file)
   assert.ok(pending instanceof Promise)
   const store = await pending

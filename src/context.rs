@@ -30,48 +30,56 @@ fn from<T: serde::de::DeserializeOwned>(json: &str, what: &str) -> Result<T> {
 impl NativeSession {
     #[napi(catch_unwind)]
     pub fn build_context(&self, options_json: String) -> Result<String> {
-        let o: ContextOptions = from(&options_json, "buildContext: options")?;
-        to_json(&self.inner.build_context(&o).or_throw()?)
+        crate::error::guard("buildContext", || {
+            let o: ContextOptions = from(&options_json, "buildContext: options")?;
+            to_json(&self.inner.build_context(&o).or_throw()?)
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn read_tool_output(&self, id: String) -> Result<String> {
-        to_json(&self.inner.read_tool_output(&id).or_throw()?)
+        crate::error::guard("readToolOutput", || {
+            to_json(&self.inner.read_tool_output(&id).or_throw()?)
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn compaction_plan(&self, options_json: String) -> Result<String> {
-        let o: PlanJson = from(&options_json, "compactionPlan: options")?;
-        to_json(
-            &self
-                .inner
-                .compaction_plan(o.target_tokens, o.keep_turns)
-                .or_throw()?,
-        )
+        crate::error::guard("compactionPlan", || {
+            let o: PlanJson = from(&options_json, "compactionPlan: options")?;
+            to_json(
+                &self
+                    .inner
+                    .compaction_plan(o.target_tokens, o.keep_turns)
+                    .or_throw()?,
+            )
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn rewind(&self, to_uuid: String) -> Result<()> {
-        self.inner.rewind(&to_uuid).or_throw()
+        crate::error::guard("rewind", || self.inner.rewind(&to_uuid).or_throw())
     }
 
     #[napi(catch_unwind)]
     pub fn branches(&self) -> Result<String> {
-        to_json(&self.inner.branches().or_throw()?)
+        crate::error::guard("branches", || to_json(&self.inner.branches().or_throw()?))
     }
 
     #[napi(catch_unwind)]
     pub fn compact(&self, options_json: String) -> Result<String> {
-        let o: CompactJson = from(&options_json, "compact: options")?;
-        let env = self
-            .inner
-            .compact(CompactOptions {
-                summary: o.summary,
-                first_kept_uuid: o.first_kept_uuid,
-                keep_turns: o.keep_turns,
-                trigger: o.trigger,
-            })
-            .or_throw()?;
-        to_json(&env)
+        crate::error::guard("compact", || {
+            let o: CompactJson = from(&options_json, "compact: options")?;
+            let env = self
+                .inner
+                .compact(CompactOptions {
+                    summary: o.summary,
+                    first_kept_uuid: o.first_kept_uuid,
+                    keep_turns: o.keep_turns,
+                    trigger: o.trigger,
+                })
+                .or_throw()?;
+            to_json(&env)
+        })
     }
 }

@@ -61,55 +61,67 @@ fn to(
 
 #[napi(js_name = "toAnthropic", catch_unwind)]
 pub fn to_anthropic(messages_json: String, options_json: Option<String>) -> Result<String> {
-    to(
-        "toAnthropic",
-        messages_json,
-        options_json,
-        convert::to_anthropic,
-    )
+    crate::error::guard("toAnthropic", || {
+        to(
+            "toAnthropic",
+            messages_json,
+            options_json,
+            convert::to_anthropic,
+        )
+    })
 }
 
 #[napi(js_name = "toOpenAIChat", catch_unwind)]
 pub fn to_openai_chat(messages_json: String, options_json: Option<String>) -> Result<String> {
-    to(
-        "toOpenAIChat",
-        messages_json,
-        options_json,
-        convert::to_openai_chat,
-    )
+    crate::error::guard("toOpenaiChat", || {
+        to(
+            "toOpenAIChat",
+            messages_json,
+            options_json,
+            convert::to_openai_chat,
+        )
+    })
 }
 
 #[napi(js_name = "toOpenAIResponses", catch_unwind)]
 pub fn to_openai_responses(messages_json: String, options_json: Option<String>) -> Result<String> {
-    to(
-        "toOpenAIResponses",
-        messages_json,
-        options_json,
-        convert::to_openai_responses,
-    )
+    crate::error::guard("toOpenaiResponses", || {
+        to(
+            "toOpenAIResponses",
+            messages_json,
+            options_json,
+            convert::to_openai_responses,
+        )
+    })
 }
 
 #[napi(js_name = "fromAnthropic", catch_unwind)]
 pub fn from_anthropic(messages_json: String, options_json: Option<String>) -> Result<String> {
-    let op = "fromAnthropic";
-    let messages = list(&messages_json, op, "messages")?;
-    let o: FromAnthropicOptions = options(options_json, op)?;
-    let system = o.system.filter(|s| !s.is_null());
-    to_json(&convert::from_anthropic(&messages, system.as_ref(), o.id_map.as_ref()).or_throw()?)
+    crate::error::guard("fromAnthropic", || {
+        let op = "fromAnthropic";
+        let messages = list(&messages_json, op, "messages")?;
+        let o: FromAnthropicOptions = options(options_json, op)?;
+        let system = o.system.filter(|s| !s.is_null());
+        to_json(&convert::from_anthropic(&messages, system.as_ref(), o.id_map.as_ref()).or_throw()?)
+    })
 }
 
 #[napi(js_name = "fromOpenAIChat", catch_unwind)]
 pub fn from_openai_chat(messages_json: String, options_json: Option<String>) -> Result<String> {
-    let op = "fromOpenAIChat";
-    let messages = list(&messages_json, op, "messages")?;
-    let o: FromOptions = options(options_json, op)?;
-    to_json(&convert::from_openai_chat(&messages, o.id_map.as_ref()).or_throw()?)
+    crate::error::guard("fromOpenaiChat", || {
+        let op = "fromOpenAIChat";
+        let messages = list(&messages_json, op, "messages")?;
+        let o: FromOptions = options(options_json, op)?;
+        to_json(&convert::from_openai_chat(&messages, o.id_map.as_ref()).or_throw()?)
+    })
 }
 
 #[napi(js_name = "fromOpenAIResponses", catch_unwind)]
 pub fn from_openai_responses(items_json: String, options_json: Option<String>) -> Result<String> {
-    let op = "fromOpenAIResponses";
-    let items = list(&items_json, op, "items")?;
-    let o: FromOptions = options(options_json, op)?;
-    to_json(&convert::from_openai_responses(&items, o.id_map.as_ref()).or_throw()?)
+    crate::error::guard("fromOpenaiResponses", || {
+        let op = "fromOpenAIResponses";
+        let items = list(&items_json, op, "items")?;
+        let o: FromOptions = options(options_json, op)?;
+        to_json(&convert::from_openai_responses(&items, o.id_map.as_ref()).or_throw()?)
+    })
 }

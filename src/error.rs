@@ -52,3 +52,23 @@ pub fn parse_opt<T: serde::de::DeserializeOwned + Default>(
 pub fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::new(Code("STORE_IO"), e.to_string()))
 }
+
+/// Runs one call of the binding so that a panic (a bug: every input and disk failure is meant to
+/// be an `Err`) reaches JS as a coded INVALID_INPUT error naming the operation, never as an
+/// uncoded `GenericFailure` or an abort. Transactions roll back as the stack unwinds.
+pub fn guard<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|payload| Err(to_js(panicked(op, payload.as_ref()))))
+}
+
+/// The error a panic in `op` becomes.
+pub fn panicked(op: &str, payload: &(dyn std::any::Any + Send)) -> threadline::Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    threadline::Error::InvalidInput(format!(
+        "{op}: internal error (a bug in threadline; please report it with the input): {what}"
+    ))
+}

@@ -29,3 +29,10 @@ pub fn default_store_path() -> String {
 pub fn error_codes() -> Vec<&'static str> {
     threadline::Error::CODES.to_vec()
 }
+
+/// Panics inside `guard`, for the test that a panic reaches JS as a coded error. Not exported by
+/// index.js.
+#[napi(js_name = "__panicForTest")]
+pub fn panic_for_test() -> error::Result<()> {
+    error::guard("__panicForTest", || panic!("a deliberate panic"))
+}

@@ -71,8 +71,10 @@ impl NativeSession {
     /// A session in memory only.
     #[napi(constructor, catch_unwind)]
     pub fn new(options_json: Option<String>) -> Result<Self> {
-        let options: SessionOptions = parse_opt(options_json, "Session: options")?;
-        Ok(NativeSession::wrap(Session::in_memory(options).or_throw()?))
+        crate::error::guard("new", || {
+            let options: SessionOptions = parse_opt(options_json, "Session: options")?;
+            Ok(NativeSession::wrap(Session::in_memory(options).or_throw()?))
+        })
     }
 
     #[napi(getter)]
@@ -82,24 +84,28 @@ impl NativeSession {
 
     #[napi(catch_unwind)]
     pub fn info(&self) -> Result<String> {
-        to_json(&self.inner.info().or_throw()?)
+        crate::error::guard("info", || to_json(&self.inner.info().or_throw()?))
     }
 
     /// Appends JSON text of a message / envelope / string; returns the filled-in fields as JSON.
     #[napi(catch_unwind)]
     pub fn append(&self, json: String, envelope_json: Option<String>) -> Result<String> {
-        let input = parse_json(&json, "append")?;
-        let extra = object(envelope_json, "append: envelope")?;
-        let env = self.inner.append(input, extra).or_throw()?;
-        to_json(&filled(&env))
+        crate::error::guard("append", || {
+            let input = parse_json(&json, "append")?;
+            let extra = object(envelope_json, "append: envelope")?;
+            let env = self.inner.append(input, extra).or_throw()?;
+            to_json(&filled(&env))
+        })
     }
 
     /// Appends a JSON array of records in one transaction; returns the filled-in fields of each.
     #[napi(catch_unwind)]
     pub fn append_many(&self, json: String) -> Result<String> {
-        let items = array(&json, "appendMany")?;
-        let envs = self.inner.append_many(items).or_throw()?;
-        to_json(&envs.iter().map(filled).collect::<Vec<_>>())
+        crate::error::guard("appendMany", || {
+            let items = array(&json, "appendMany")?;
+            let envs = self.inner.append_many(items).or_throw()?;
+            to_json(&envs.iter().map(filled).collect::<Vec<_>>())
+        })
     }
 
     /// Returns the whole envelope as JSON.
@@ -110,23 +116,29 @@ impl NativeSession {
         data_json: Option<String>,
         envelope_json: Option<String>,
     ) -> Result<String> {
-        let data = data_json
-            .map(|d| parse_json(&d, "appendEvent: data"))
-            .transpose()?;
-        let extra = object(envelope_json, "appendEvent: envelope")?;
-        to_json(&self.inner.append_event(&name, data, extra).or_throw()?)
+        crate::error::guard("appendEvent", || {
+            let data = data_json
+                .map(|d| parse_json(&d, "appendEvent: data"))
+                .transpose()?;
+            let extra = object(envelope_json, "appendEvent: envelope")?;
+            to_json(&self.inner.append_event(&name, data, extra).or_throw()?)
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn restore_messages(&self, json: String) -> Result<String> {
-        let items = array(&json, "restoreMessages")?;
-        to_json(&self.inner.restore_messages(items).or_throw()?)
+        crate::error::guard("restoreMessages", || {
+            let items = array(&json, "restoreMessages")?;
+            to_json(&self.inner.restore_messages(items).or_throw()?)
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn restore_token_state(&self, json: String) -> Result<()> {
-        let patch: TokenPatch = parse_opt(Some(json), "restoreTokenState: state")?;
-        self.inner.restore_token_state(patch).or_throw()
+        crate::error::guard("restoreTokenState", || {
+            let patch: TokenPatch = parse_opt(Some(json), "restoreTokenState: state")?;
+            self.inner.restore_token_state(patch).or_throw()
+        })
     }
 
     /// The messages of the current context (`full`: every message from the start), page by
@@ -172,27 +184,33 @@ impl NativeSession {
 
     #[napi(catch_unwind)]
     pub fn turns(&self) -> Result<String> {
-        to_json(&self.inner.turns().or_throw()?)
+        crate::error::guard("turns", || to_json(&self.inner.turns().or_throw()?))
     }
 
     #[napi(catch_unwind)]
     pub fn token_tracker(&self) -> Result<String> {
-        to_json(&self.inner.token_tracker().or_throw()?)
+        crate::error::guard("tokenTracker", || {
+            to_json(&self.inner.token_tracker().or_throw()?)
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn context_fill(&self) -> Result<String> {
-        to_json(&self.inner.context_fill().or_throw()?)
+        crate::error::guard("contextFill", || {
+            to_json(&self.inner.context_fill().or_throw()?)
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn set_status(&self, status: String) -> Result<()> {
-        let status = Status::parse(&status).ok_or_else(|| {
-            to_js(threadline::Error::InvalidInput(format!(
-                "setStatus: status: expected 'active', 'completed', 'failed' or 'interrupted', got '{status}'"
-            )))
-        })?;
-        self.inner.set_status(status).or_throw()
+        crate::error::guard("setStatus", || {
+            let status = Status::parse(&status).ok_or_else(|| {
+                to_js(threadline::Error::InvalidInput(format!(
+                    "setStatus: status: expected 'active', 'completed', 'failed' or 'interrupted', got '{status}'"
+                )))
+            })?;
+            self.inner.set_status(status).or_throw()
+        })
     }
 
     #[napi]
@@ -213,9 +231,17 @@ impl Task for ReadPage {
     type JsValue = NativePage;
 
     fn compute(&mut self) -> napi::Result<threadline::Page> {
-        self.session
-            .envelopes_page(self.from, self.limit, self.max_bytes)
-            .map_err(async_error)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.session
+                .envelopes_page(self.from, self.limit, self.max_bytes)
+                .map_err(async_error)
+        }))
+        .unwrap_or_else(|p| {
+            Err(async_error(crate::error::panicked(
+                "async task",
+                p.as_ref(),
+            )))
+        })
     }
 
     fn resolve(&mut self, _: Env, page: threadline::Page) -> napi::Result<NativePage> {

@@ -24,8 +24,10 @@ fn open(path: Option<String>, options: Option<String>) -> Result<Store> {
 impl NativeStore {
     #[napi(factory, catch_unwind)]
     pub fn open(path: Option<String>, options_json: Option<String>) -> Result<NativeStore> {
-        Ok(NativeStore {
-            inner: Arc::new(open(path, options_json)?),
+        crate::error::guard("open", || {
+            Ok(NativeStore {
+                inner: Arc::new(open(path, options_json)?),
+            })
         })
     }
 
@@ -36,19 +38,23 @@ impl NativeStore {
 
     #[napi(catch_unwind)]
     pub fn create_session(&self, options_json: Option<String>) -> Result<NativeSession> {
-        let options: SessionOptions = parse_opt(options_json, "createSession: options")?;
-        Ok(NativeSession::wrap(
-            self.inner.create_session(options).or_throw()?,
-        ))
+        crate::error::guard("createSession", || {
+            let options: SessionOptions = parse_opt(options_json, "createSession: options")?;
+            Ok(NativeSession::wrap(
+                self.inner.create_session(options).or_throw()?,
+            ))
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn open_session(&self, id: String, prompt_key: Option<String>) -> Result<NativeSession> {
-        Ok(NativeSession::wrap(
-            self.inner
-                .open_session(&id, prompt_key.as_deref())
-                .or_throw()?,
-        ))
+        crate::error::guard("openSession", || {
+            Ok(NativeSession::wrap(
+                self.inner
+                    .open_session(&id, prompt_key.as_deref())
+                    .or_throw()?,
+            ))
+        })
     }
 
     #[napi]
@@ -66,15 +72,19 @@ impl NativeStore {
 
     #[napi(catch_unwind)]
     pub fn list_sessions(&self, filter_json: Option<String>) -> Result<String> {
-        let filter: SessionFilter = parse_opt(filter_json, "listSessions: filter")?;
-        to_json(&self.inner.list_sessions(&filter).or_throw()?)
+        crate::error::guard("listSessions", || {
+            let filter: SessionFilter = parse_opt(filter_json, "listSessions: filter")?;
+            to_json(&self.inner.list_sessions(&filter).or_throw()?)
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn import_snapshot(&self, json: String) -> Result<NativeSession> {
-        Ok(NativeSession::wrap(
-            self.inner.import_snapshot(&json).or_throw()?,
-        ))
+        crate::error::guard("importSnapshot", || {
+            Ok(NativeSession::wrap(
+                self.inner.import_snapshot(&json).or_throw()?,
+            ))
+        })
     }
 
     #[napi(catch_unwind)]
@@ -84,26 +94,32 @@ impl NativeStore {
         at_uuid: Option<String>,
         title: Option<String>,
     ) -> Result<NativeSession> {
-        Ok(NativeSession::wrap(
-            self.inner
-                .fork_session(&id, at_uuid.as_deref(), title)
-                .or_throw()?,
-        ))
+        crate::error::guard("forkSession", || {
+            Ok(NativeSession::wrap(
+                self.inner
+                    .fork_session(&id, at_uuid.as_deref(), title)
+                    .or_throw()?,
+            ))
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn interrupted_sessions(&self) -> Result<String> {
-        to_json(&self.inner.interrupted_sessions().or_throw()?)
+        crate::error::guard("interruptedSessions", || {
+            to_json(&self.inner.interrupted_sessions().or_throw()?)
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn delete_session(&self, id: String) -> Result<()> {
-        self.inner.delete_session(&id).or_throw()
+        crate::error::guard("deleteSession", || {
+            self.inner.delete_session(&id).or_throw()
+        })
     }
 
     #[napi(catch_unwind)]
     pub fn close(&self) -> Result<()> {
-        self.inner.close().or_throw()
+        crate::error::guard("close", || self.inner.close().or_throw())
     }
 }
 
@@ -117,7 +133,15 @@ impl Task for OpenStore {
     type JsValue = NativeStore;
 
     fn compute(&mut self) -> napi::Result<Store> {
-        Store::open(self.path.as_deref(), self.options.clone()).map_err(async_error)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Store::open(self.path.as_deref(), self.options.clone()).map_err(async_error)
+        }))
+        .unwrap_or_else(|p| {
+            Err(async_error(crate::error::panicked(
+                "async task",
+                p.as_ref(),
+            )))
+        })
     }
 
     fn resolve(&mut self, _: Env, store: Store) -> napi::Result<NativeStore> {
@@ -133,8 +157,10 @@ pub fn open_store_async(
     path: Option<String>,
     options_json: Option<String>,
 ) -> Result<AsyncTask<OpenStore>> {
-    let options: StoreOptions = parse_opt(options_json, "openAsync: options")?;
-    Ok(AsyncTask::new(OpenStore { path, options }))
+    crate::error::guard("openStoreAsync", || {
+        let options: StoreOptions = parse_opt(options_json, "openAsync: options")?;
+        Ok(AsyncTask::new(OpenStore { path, options }))
+    })
 }
 
 pub struct OpenSession {
@@ -148,9 +174,17 @@ impl Task for OpenSession {
     type JsValue = NativeSession;
 
     fn compute(&mut self) -> napi::Result<threadline::Session> {
-        self.store
-            .open_session(&self.id, self.prompt_key.as_deref())
-            .map_err(async_error)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.store
+                .open_session(&self.id, self.prompt_key.as_deref())
+                .map_err(async_error)
+        }))
+        .unwrap_or_else(|p| {
+            Err(async_error(crate::error::panicked(
+                "async task",
+                p.as_ref(),
+            )))
+        })
     }
 
     fn resolve(&mut self, _: Env, s: threadline::Session) -> napi::Result<NativeSession> {

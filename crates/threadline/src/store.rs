@@ -302,6 +302,10 @@ impl Store {
             crate::journal::delete_session(&tx, num)?;
             crate::blob::collect_garbage(&tx)?;
             tx.commit()?;
+            // The deleted rows are zeroed in the database pages, but older copies of those pages
+            // remain in the WAL until it is checkpointed and reset: do that now, best effort (a
+            // reader still using the log keeps it; the next checkpoint resets it).
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
             Ok(())
         };
         run().map_err(|e| e.during("deleteSession"))
@@ -381,8 +385,10 @@ fn open_connection(path: &str, options: &StoreOptions, make_dirs: bool) -> Resul
             conn.execute_batch("PRAGMA wal_autocheckpoint = 0")?;
         }
     }
+    // secure_delete: what deleteSession removes is overwritten with zeros in the file, not left
+    // readable in free pages.
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {sync}; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;"
+        "PRAGMA synchronous = {sync}; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768; PRAGMA secure_delete = ON;"
     ))?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
