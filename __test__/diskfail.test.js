@@ -663,11 +663,14 @@ test('filesystem remounted read-only under a cleanly closed store: Store.open fa
 
   remount(mnt, 'ro')
   assert.ok(isReadonlyMount(mnt))
-  // SQLite cannot open a WAL-mode database on read-only media when its -shm does not exist and
-  // cannot be created (it would need `immutable=1`), so even a readonly store cannot be opened:
-  // the open fails with STORE_IO, naming the operation and the file.
+  // A writable open fails with STORE_IO, naming the operation and the file. A readonly one reads
+  // it: with no log and no way for anyone to write one, SQLite opens the file as immutable (it
+  // cannot create the -shm file WAL mode reads need on read-only media).
   expectError(() => Store.open(file), 'STORE_IO', `open ${file}: `)
-  expectError(() => Store.open(file, { readonly: true }), 'STORE_IO', `open ${file}: `)
+  const ro = Store.open(file, { readonly: true })
+  assertHolds(ro.openSession('closed'), envs, expectedState(inputs), 'readonly on read-only media')
+  expectError(() => ro.createSession({ id: 'no' }), 'STORE_IO', 'readonly')
+  ro.close()
   assert.ok(fs.readFileSync(file).equals(bytes), 'the file is unchanged')
   assert.deepStrictEqual(fs.readdirSync(mnt), ['closed.db'])
 

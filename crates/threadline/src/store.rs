@@ -373,7 +373,13 @@ fn open_connection(path: &str, options: &StoreOptions, make_dirs: bool) -> Resul
     conn.busy_timeout(std::time::Duration::from_millis(
         options.busy_timeout_ms as u64,
     ))?;
-    schema::prepare(&conn, options.readonly)?;
+    let conn = match schema::prepare(&conn, options.readonly) {
+        Ok(()) => conn,
+        Err(Error::StoreIo(_)) if options.readonly && !memory && read_only_media(path) => {
+            open_immutable(path, options)?
+        }
+        Err(e) => return Err(e),
+    };
     let sync = match options.durability {
         Durability::Process => "NORMAL",
         Durability::Power => "FULL",
@@ -391,6 +397,61 @@ fn open_connection(path: &str, options: &StoreOptions, make_dirs: bool) -> Resul
         "PRAGMA synchronous = {sync}; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768; PRAGMA secure_delete = ON;"
     ))?;
     conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+/// A readonly store whose directory cannot be written (read-only media, a read-only directory)
+/// and that has no log: SQLite cannot make the shared-memory file WAL mode reads need there.
+fn read_only_media(path: &str) -> bool {
+    let wal = FsPath::new(&format!("{path}-wal")).exists();
+    let dir = FsPath::new(path)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(FsPath::new("."));
+    !wal && dir_is_read_only(dir)
+}
+
+fn dir_is_read_only(dir: &FsPath) -> bool {
+    let probe = dir.join(format!(".threadline-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            false
+        }
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        ),
+    }
+}
+
+/// Opens the file as immutable: with no log and no writer able to make one, the file is all
+/// there is, and SQLite reads it without the shared-memory file.
+fn open_immutable(path: &str, options: &StoreOptions) -> Result<Connection> {
+    let mut uri = String::from("file:");
+    for c in path.chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?immutable=1");
+    let conn = Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_millis(
+        options.busy_timeout_ms as u64,
+    ))?;
+    schema::prepare(&conn, true)?;
     Ok(conn)
 }
 
