@@ -791,7 +791,11 @@ export interface StoreOptions {
   durability?: 'process' | 'power' | undefined
   /** Strings longer than this many bytes are stored once, by hash. Default 10240. */
   blobThresholdBytes?: number | undefined
-  /** Open for reading only: any write throws `STORE_IO`. */
+  /**
+   * Open for reading only: any write throws `STORE_IO`. Works on read-only media and in a
+   * directory the process cannot write: with no log file there, the file is read as immutable
+   * (changes another writer makes afterwards are not seen until the store is opened again).
+   */
   readonly?: boolean | undefined
   /** How long to wait for a lock held by another connection before `STORE_BUSY`. */
   busyTimeoutMs?: number | undefined
@@ -906,7 +910,10 @@ export declare class Store {
   listSessions(filter?: ListSessionsFilter): SessionInfo[]
 
   /**
-   * Deletes a session and all its records.
+   * Deletes a session and all its records, and the blobs no other session uses. What it removes
+   * is overwritten with zeros in the file (SQLite `secure_delete`) and the log is reset, so the
+   * content is not left readable on disk (while another process reads the store, the log is reset
+   * at the next checkpoint instead).
    *
    * @throws `NOT_FOUND` if there is no such session, `STORE_IO` on a readonly store, `CLOSED`.
    */
