@@ -385,6 +385,10 @@ async function main() {
       log('token estimates (bench/estimate.js) on the real Claude Code fixtures')
       results.estimate = require('./estimate.js').run({ log })
     }
+    if (process.env.BENCH_LONG !== '0' && !QUICK) {
+      log('long sessions (bench/long.js): 20k and 200k records')
+      results.long = require('./long.js').run({ log })
+    }
   } finally {
     launcher.stdin.end()
     if (process.env.BENCH_KEEP !== '1') fs.rmSync(dir, { recursive: true, force: true })
@@ -441,6 +445,7 @@ function printTable(results) {
   if (results.recovery) lines.push(require('./recovery.js').format(results.recovery), '')
   if (results.resume) lines.push(require('./resume.js').format(results.resume), '')
   if (results.estimate) lines.push(require('./estimate.js').format(results.estimate), '')
+  if (results.long) lines.push(require('./long.js').format(results.long), '')
   lines.push(`elapsed ${results.elapsedSeconds.toFixed(0)} s; results in ${path.relative(process.cwd(), RESULTS) || RESULTS}`)
   console.log(lines.join('\n'))
 }
