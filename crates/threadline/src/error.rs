@@ -37,8 +37,7 @@ pub const MAX_MESSAGE_CHARS: usize = 400;
 
 fn bounded(m: &str) -> String {
     let mut out = String::new();
-    let mut count = 0;
-    for (i, c) in m.char_indices() {
+    for (count, (i, c)) in m.char_indices().enumerate() {
         if count == MAX_MESSAGE_CHARS {
             let left = m[i..].chars().count();
             out.push_str(&format!("... ({left} more characters)"));
@@ -51,7 +50,6 @@ fn bounded(m: &str) -> String {
             c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
             c => out.push(c),
         }
-        count += 1;
     }
     out
 }
