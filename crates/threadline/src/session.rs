@@ -249,7 +249,7 @@ impl Session {
         let tx = Txn::immediate(&conn)?;
         let (out, next, heartbeat) = self.stage(&tx, f)?;
         tx.commit()?;
-        self.committed(&conn, next, heartbeat);
+        self.committed(next, heartbeat);
         Ok(out)
     }
 
@@ -276,10 +276,9 @@ impl Session {
     }
 
     /// After the commit of what `stage` wrote.
-    pub(crate) fn committed(&self, conn: &Connection, next: Tail, heartbeat: Option<i64>) {
+    pub(crate) fn committed(&self, next: Tail, heartbeat: Option<i64>) {
         *self.tail() = next;
         self.shared.claimed(self.num, heartbeat);
-        self.shared.committed(conn);
     }
 
     /// A handle on a session made in the caller's transaction (nothing stored yet to read).
@@ -444,7 +443,6 @@ impl Session {
         tx.commit()?;
         *tail = next;
         self.shared.claimed(self.num, heartbeat);
-        self.shared.committed(&conn);
         Ok(tail.state.clone())
     }
 }
