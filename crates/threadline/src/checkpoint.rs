@@ -12,9 +12,10 @@
 //!   waits (at most `MAX_WAIT_MS`) for readers still on the log to finish their statement, and so
 //!   makes the next commit, in any process, start the log over. Readers in this library hold a
 //!   snapshot for one statement (a page of a bulk read, at most about 1 MiB of it), so the wait
-//!   is short; one that does not end in time (a transaction held open outside this library)
-//!   makes the try fail, and the next comes after the log has grown some more (4, 8, 16, then
-//!   every 32 MiB);
+//!   is short. A reader that holds the log longer (a transaction held open outside this library)
+//!   makes the try fail; one that kept the PASSIVE checkpoints from copying anything further
+//!   since the last one is taken to be such a reader, and not waited for. Either way the next try
+//!   comes after the log has grown some more (4, 8, 16, then every 32 MiB);
 //! - should the thread fall behind (a slow disk, no CPU to spare), the commit that takes the log
 //!   past `WRITER_FRAMES` runs that RESTART checkpoint itself before it returns, so the log
 //!   cannot outgrow the thread by more than the writer's pace allows; with the same back-off;
@@ -30,7 +31,7 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -96,6 +97,15 @@ struct Signal {
     /// the writing connection's lock wait, and a checkpoint's
     busy_ms: u32,
     wait_ms: u32,
+    /// frames in the log and frames copied after the latest PASSIVE checkpoint (`packed`)
+    passive: AtomicU64,
+}
+
+/// No PASSIVE checkpoint has run yet.
+const UNKNOWN: u64 = u64::MAX;
+
+fn packed(log: u32, copied: u32) -> u64 {
+    ((log as u64) << 32) | copied as u64
 }
 
 impl Signal {
@@ -118,13 +128,43 @@ impl Signal {
             // database's name, both valid during the call.
             let ok = unsafe {
                 set_busy_handler(db, self.wait_ms);
-                let ok = restart(db, name, ffi::SQLITE_CHECKPOINT_RESTART, self.wait_ms);
+                let ok = self.restart(db, name, ffi::SQLITE_CHECKPOINT_RESTART);
                 set_busy_handler(db, self.busy_ms);
                 ok
             };
             let mut due = self.writer.lock().unwrap_or_else(|e| e.into_inner());
             due.tried(ok, frames);
             self.writer_next.store(due.next, Ordering::Relaxed);
+        }
+    }
+
+    /// A PASSIVE checkpoint: copies what it can, holding nobody up. True if a reader seems to
+    /// hold the log: it could not copy everything, and copied no further than the one before
+    /// while the log grew. (A reader of this library moves on within milliseconds.)
+    ///
+    /// # Safety
+    /// `db` and `name` must be a valid connection and the name of one of its databases.
+    unsafe fn passive(&self, db: *mut ffi::sqlite3, name: *const c_char) -> bool {
+        let mode = ffi::SQLITE_CHECKPOINT_PASSIVE;
+        let Some((log, copied)) = (unsafe { checkpoint(db, name, mode, self.wait_ms) }) else {
+            return false;
+        };
+        let before = self.passive.swap(packed(log, copied), Ordering::Relaxed);
+        let (log_before, copied_before) = ((before >> 32) as u32, before as u32);
+        before != UNKNOWN && copied < log && copied == copied_before && log > log_before
+    }
+
+    /// Makes the next commit start the log over (`mode` RESTART), or empties it now (TRUNCATE):
+    /// the bulk of the copying without holding anyone up, then the rest with the write lock
+    /// held. Not tried while a reader holds the log: it would only hold writers up for
+    /// `wait_ms` and fail.
+    ///
+    /// # Safety
+    /// `db` and `name` must be a valid connection and the name of one of its databases.
+    unsafe fn restart(&self, db: *mut ffi::sqlite3, name: *const c_char, mode: c_int) -> bool {
+        unsafe {
+            !self.passive(db, name)
+                && checkpoint(db, name, mode, self.wait_ms).is_some_and(|(l, c)| l == c)
         }
     }
 }
@@ -162,9 +202,6 @@ impl Checkpointer {
         .ok()?;
         let wait_ms = busy_timeout_ms.min(MAX_WAIT_MS);
         set_busy_timeout(&conn, wait_ms).ok()?;
-        // A connection opens the log at its first read; until then it has none to checkpoint.
-        conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
-            .ok()?;
         let (tx, rx) = sync_channel::<()>(1);
         let signal = Arc::new(Signal {
             frames: AtomicU32::new(0),
@@ -174,6 +211,7 @@ impl Checkpointer {
             writer_next: AtomicU32::new(WRITER_FRAMES),
             busy_ms: busy_timeout_ms,
             wait_ms,
+            passive: AtomicU64::new(UNKNOWN),
         });
         let seen = Arc::clone(&signal);
         let thread = std::thread::Builder::new()
@@ -182,18 +220,28 @@ impl Checkpointer {
                 // SAFETY: the handle is valid while `conn` is, and `conn` lives in this thread.
                 let db = unsafe { conn.handle() };
                 let main = c"main".as_ptr();
-                if truncate {
-                    unsafe { restart(db, main, ffi::SQLITE_CHECKPOINT_TRUNCATE, wait_ms) };
+                // (SAFETY of the calls below: `db` is `conn`'s handle and `main` a static name.)
+                // A connection opens the log at its first read; until then it has none to
+                // checkpoint. (A store busy at this moment is tried again at the next nudge.)
+                let reads = |c: &Connection| {
+                    c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+                };
+                let mut opened = reads(&conn).is_ok();
+                if truncate && opened {
+                    unsafe { seen.restart(db, main, ffi::SQLITE_CHECKPOINT_TRUNCATE) };
                 }
                 let mut due = Due::new(RESTART_FRAMES);
                 while rx.recv().is_ok() {
+                    opened = opened || reads(&conn).is_ok();
+                    if !opened {
+                        continue;
+                    }
                     let frames = seen.frames.load(Ordering::Relaxed);
                     if frames < due.next {
                         // A failure (busy, disk) is harmless: the frames stay in the log.
-                        unsafe { checkpoint(db, main, ffi::SQLITE_CHECKPOINT_PASSIVE, wait_ms) };
+                        unsafe { seen.passive(db, main) };
                     } else {
-                        let ok =
-                            unsafe { restart(db, main, ffi::SQLITE_CHECKPOINT_RESTART, wait_ms) };
+                        let ok = unsafe { seen.restart(db, main, ffi::SQLITE_CHECKPOINT_RESTART) };
                         due.tried(ok, frames);
                     }
                 }
@@ -247,21 +295,10 @@ impl Drop for Checkpointer {
     }
 }
 
-/// Makes the next commit start the log over (`mode` RESTART), or empties it now (TRUNCATE): the
-/// bulk of the copying without holding anyone up, then the rest with the write lock held.
-///
-/// # Safety
-/// `db` and `name` must be a valid connection and the name of one of its databases.
-unsafe fn restart(db: *mut ffi::sqlite3, name: *const c_char, mode: c_int, wait_ms: u32) -> bool {
-    unsafe {
-        checkpoint(db, name, ffi::SQLITE_CHECKPOINT_PASSIVE, wait_ms);
-        checkpoint(db, name, mode, wait_ms)
-    }
-}
-
-/// Runs a checkpoint; true if it copied the whole log and, for RESTART and TRUNCATE, no reader
-/// is left on it. A checkpoint by another connection (another process's PASSIVE one, say) makes
-/// SQLite give up at once without a try: then it tries again, for at most `wait_ms`.
+/// Runs a checkpoint: the frames in the log and the frames copied if it ran to its end (for
+/// RESTART and TRUNCATE: copied everything and no reader is left on the log), None if it could
+/// not. A checkpoint by another connection (another process's PASSIVE one, say) makes SQLite
+/// give up at once without a try: then it tries again, for at most `wait_ms`.
 ///
 /// # Safety
 /// `db` and `name` must be a valid connection and the name of one of its databases.
@@ -270,15 +307,15 @@ unsafe fn checkpoint(
     name: *const c_char,
     mode: c_int,
     wait_ms: u32,
-) -> bool {
+) -> Option<(u32, u32)> {
     let start = Instant::now();
     loop {
-        // Frames in the log and frames copied; -1: the checkpoint did not start.
+        // -1: the checkpoint did not start.
         let (mut log, mut copied) = (-1, -1);
         let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, &mut log, &mut copied) };
         match rc {
-            // -1: the connection had not opened the log (it had read nothing yet).
-            ffi::SQLITE_OK => return log >= 0 && log == copied,
+            // -1 here: the connection had not opened the log (it had read nothing yet).
+            ffi::SQLITE_OK if log >= 0 && copied >= 0 => return Some((log as u32, copied as u32)),
             ffi::SQLITE_BUSY
                 if log == -1
                     && mode != ffi::SQLITE_CHECKPOINT_PASSIVE
@@ -286,7 +323,7 @@ unsafe fn checkpoint(
             {
                 std::thread::sleep(Duration::from_millis(1));
             }
-            _ => return false,
+            _ => return None,
         }
     }
 }
