@@ -77,7 +77,7 @@ impl Store {
             Ok(())
         })?;
         tx.commit()?;
-        session.committed(&conn, next, heartbeat);
+        session.committed(next, heartbeat);
         Ok(session)
     }
 }

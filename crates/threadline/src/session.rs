@@ -94,6 +94,10 @@ pub struct ContextFill {
 /// Bulk reads are cut into pages of about this many bytes, so memory stays bounded.
 pub const PAGE_BYTES: usize = 4 << 20;
 
+/// A page is read by statements of about this many bytes each: a statement holds a snapshot of
+/// the store, and while any reader holds an old one the write-ahead log cannot start over.
+const STATEMENT_BYTES: usize = 1 << 20;
+
 impl Session {
     /// A session in memory only, with no store behind it.
     pub fn in_memory(options: SessionOptions) -> Result<Session> {
@@ -249,7 +253,7 @@ impl Session {
         let tx = Txn::immediate(&conn)?;
         let (out, next, heartbeat) = self.stage(&tx, f)?;
         tx.commit()?;
-        self.committed(&conn, next, heartbeat);
+        self.committed(next, heartbeat);
         Ok(out)
     }
 
@@ -276,10 +280,9 @@ impl Session {
     }
 
     /// After the commit of what `stage` wrote.
-    pub(crate) fn committed(&self, conn: &Connection, next: Tail, heartbeat: Option<i64>) {
+    pub(crate) fn committed(&self, next: Tail, heartbeat: Option<i64>) {
         *self.tail() = next;
         self.shared.claimed(self.num, heartbeat);
-        self.shared.committed(conn);
     }
 
     /// A handle on a session made in the caller's transaction (nothing stored yet to read).
@@ -444,7 +447,6 @@ impl Session {
         tx.commit()?;
         *tail = next;
         self.shared.claimed(self.num, heartbeat);
-        self.shared.committed(&conn);
         Ok(tail.state.clone())
     }
 }
@@ -987,54 +989,75 @@ fn read_page(
         Part::Message => "SELECT id, has_blobs, message, NULL FROM records WHERE id BETWEEN ?1 AND ?2 AND msg_index IS NOT NULL ORDER BY id",
         Part::Envelope => "SELECT id, has_blobs, message, body FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
     };
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query([start, end])?;
     let mut json = Vec::with_capacity(max_bytes.min(1 << 20) + 1024);
     let mut expander = Expander::new(conn);
     let mut next = None;
     json.push(b'[');
     let mut first = true;
-    while let Some(row) = rows.next()? {
-        let id: i64 = row.get(0)?;
-        if json.len() >= max_bytes {
-            next = Some((id - lo) as u64);
-            break;
-        }
-        if !first {
-            json.push(b',');
-        }
-        first = false;
-        let has_blobs: bool = row.get(1)?;
-        let message = row
-            .get_ref(2)?
-            .as_blob_or_null()
-            .map_err(|e| Error::StoreCorrupt(e.to_string()))?;
-        let text: &[u8] = match part {
-            Part::Message => message.unwrap_or(b"null"),
-            Part::Envelope => row
-                .get_ref(3)?
-                .as_blob()
-                .map_err(|e| Error::StoreCorrupt(e.to_string()))?,
-        };
-        let splice = |out: &mut Vec<u8>, bytes: &[u8], ex: &mut Expander| -> Result<()> {
-            if has_blobs {
-                ex.expand_into(out, bytes)
-            } else {
-                out.extend_from_slice(bytes);
-                Ok(())
+    let mut from = start;
+    'statements: loop {
+        let mut stmt = conn.prepare_cached(sql)?;
+        let mut rows = stmt.query([from, end])?;
+        let begun = json.len();
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            if json.len() >= max_bytes {
+                next = Some((id - lo) as u64);
+                break 'statements;
             }
-        };
-        match (part, message, text.iter().position(|&b| b == MESSAGE_MARK)) {
-            (Part::Envelope, Some(m), Some(at)) => {
-                splice(&mut json, &text[..at], &mut expander)?;
-                splice(&mut json, m, &mut expander)?;
-                splice(&mut json, &text[at + 1..], &mut expander)?;
+            if json.len() - begun >= STATEMENT_BYTES {
+                from = id;
+                continue 'statements;
             }
-            _ => splice(&mut json, text, &mut expander)?,
+            append_row(&mut json, &mut first, row, part, &mut expander)?;
         }
+        break;
     }
     json.push(b']');
     Ok(Page { json, next })
+}
+
+/// Appends a row of `read_page`'s query to the JSON array being built.
+fn append_row(
+    json: &mut Vec<u8>,
+    first: &mut bool,
+    row: &rusqlite::Row,
+    part: Part,
+    expander: &mut Expander,
+) -> Result<()> {
+    if !*first {
+        json.push(b',');
+    }
+    *first = false;
+    let has_blobs: bool = row.get(1)?;
+    let message = row
+        .get_ref(2)?
+        .as_blob_or_null()
+        .map_err(|e| Error::StoreCorrupt(e.to_string()))?;
+    let text: &[u8] = match part {
+        Part::Message => message.unwrap_or(b"null"),
+        Part::Envelope => row
+            .get_ref(3)?
+            .as_blob()
+            .map_err(|e| Error::StoreCorrupt(e.to_string()))?,
+    };
+    let splice = |out: &mut Vec<u8>, bytes: &[u8], ex: &mut Expander| -> Result<()> {
+        if has_blobs {
+            ex.expand_into(out, bytes)
+        } else {
+            out.extend_from_slice(bytes);
+            Ok(())
+        }
+    };
+    match (part, message, text.iter().position(|&b| b == MESSAGE_MARK)) {
+        (Part::Envelope, Some(m), Some(at)) => {
+            splice(json, &text[..at], expander)?;
+            splice(json, m, expander)?;
+            splice(json, &text[at + 1..], expander)?;
+        }
+        _ => splice(json, text, expander)?,
+    }
+    Ok(())
 }
 
 fn parse_page(page: &Page) -> Result<Vec<Value>> {

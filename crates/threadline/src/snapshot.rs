@@ -130,7 +130,7 @@ impl Store {
             [r.updated_ms, num],
         )?;
         tx.commit()?;
-        session.committed(&conn, next, heartbeat);
+        session.committed(next, heartbeat);
         Ok(session)
     }
 }

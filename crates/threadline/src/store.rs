@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use crate::checkpoint::{Checkpointer, Outcome};
+use crate::checkpoint::{self, Checkpointer};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::options::{
@@ -19,6 +19,7 @@ use crate::session::Session;
 
 /// The connection and settings that a store and all its sessions share.
 pub(crate) struct Shared {
+    /// Declared before `checkpointer`, so dropped before it: its WAL hook points into it.
     conn: Mutex<Connection>,
     closed: AtomicBool,
     checkpointer: Option<Checkpointer>,
@@ -71,31 +72,6 @@ impl Shared {
         self.owned.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Called after every commit, with the connection still locked.
-    pub fn committed(&self, conn: &Connection) {
-        let Some(c) = self.checkpointer.as_ref().filter(|c| c.committed()) else {
-            return;
-        };
-        // (busy, frames in the log, frames copied). PASSIVE never waits: busy or partial, the
-        // next commit tries again.
-        let result = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
-        });
-        let outcome = match result {
-            Ok((0, log, copied)) if log == copied => Outcome::Complete,
-            Ok((busy, _, _)) if busy != 0 => Outcome::Busy,
-            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
-                Outcome::Busy
-            }
-            _ => Outcome::Partial,
-        };
-        c.writer_checkpointed(outcome);
-    }
-
     pub fn writable(&self) -> Result<()> {
         if self.options.readonly {
             return Err(Error::StoreIo("the store was opened readonly".into()));
@@ -135,8 +111,18 @@ impl Store {
         let checkpointer = if options.readonly {
             None
         } else {
-            Checkpointer::start(&file, options.busy_timeout_ms)
+            // A log this long at open was left by a process that did not close the store (or
+            // that could not restart it): it is checkpointed and cut back first.
+            let wal = std::fs::metadata(format!("{file}-wal")).map_or(0, |m| m.len());
+            Checkpointer::start(
+                &file,
+                options.busy_timeout_ms,
+                wal > checkpoint::OPEN_CHECKPOINT_BYTES,
+            )
         };
+        if let Some(c) = &checkpointer {
+            c.watch(&conn);
+        }
         let shared = Shared {
             conn: Mutex::new(conn),
             closed: AtomicBool::new(false),
@@ -319,6 +305,7 @@ impl Store {
         }
         if let Some(c) = &self.shared.checkpointer {
             c.stop();
+            Checkpointer::unwatch(&guard);
         }
         for num in std::mem::take(&mut *self.shared.owned()).into_keys() {
             let _ = owner::release(&guard, num);
@@ -370,9 +357,7 @@ fn open_connection(path: &str, options: &StoreOptions, make_dirs: bool) -> Resul
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
     let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(std::time::Duration::from_millis(
-        options.busy_timeout_ms as u64,
-    ))?;
+    checkpoint::set_busy_timeout(&conn, options.busy_timeout_ms)?;
     let conn = match schema::prepare(&conn, options.readonly) {
         Ok(()) => conn,
         Err(Error::StoreIo(_)) if options.readonly && !memory && read_only_media(path) => {
@@ -386,9 +371,13 @@ fn open_connection(path: &str, options: &StoreOptions, make_dirs: bool) -> Resul
     };
     if !options.readonly {
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
-        // Checkpoints run on a background connection (see checkpoint.rs), not inside appends.
+        // Checkpoints run on a background connection (see checkpoint.rs), not inside appends;
+        // after the log starts over, its file is cut back to the limit.
         if path != ":memory:" {
-            conn.execute_batch("PRAGMA wal_autocheckpoint = 0")?;
+            conn.execute_batch(&format!(
+                "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {};",
+                checkpoint::LOG_LIMIT_BYTES
+            ))?;
         }
     }
     // secure_delete: what deleteSession removes is overwritten with zeros in the file, not left
@@ -448,9 +437,7 @@ fn open_immutable(path: &str, options: &StoreOptions) -> Result<Connection> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI,
     )?;
-    conn.busy_timeout(std::time::Duration::from_millis(
-        options.busy_timeout_ms as u64,
-    ))?;
+    checkpoint::set_busy_timeout(&conn, options.busy_timeout_ms)?;
     schema::prepare(&conn, true)?;
     Ok(conn)
 }
