@@ -147,7 +147,13 @@ impl Session {
             stats.fits = fits(options, stats.estimated_tokens, kept.len());
             let messages: Vec<Value> = kept.into_iter().map(|m| m.message).collect();
             debug_assert!(validate_messages(&messages).is_empty());
-            let system = options.system.as_ref().filter(|s| !s.is_null());
+            let system = match options.target {
+                // Beside the messages, as given (the typed contract: given, it is there).
+                Target::Anthropic => options.system.clone().filter(|s| !s.is_null()),
+                // A message of its own: one with no text would be an empty message.
+                _ => sendable_system(options.system.as_ref()),
+            };
+            let system = system.as_ref();
             let out = match options.target {
                 Target::Anthropic => convert::to_anthropic(&messages, system),
                 Target::OpenAiChat => convert::to_openai_chat(&messages, system),
@@ -576,6 +582,24 @@ fn drop_leading_assistant(mut msgs: Vec<Msg>) -> Vec<Msg> {
         .unwrap_or(msgs.len());
     msgs.drain(..lead);
     msgs
+}
+
+/// The system prompt as an OpenAI target sends it (the first message): as given, less its empty or
+/// whitespace-only text blocks; none when nothing is left (an empty message is refused).
+fn sendable_system(system: Option<&Value>) -> Option<Value> {
+    match system? {
+        Value::String(s) if s.trim().is_empty() => None,
+        Value::Array(blocks) => {
+            let kept: Vec<Value> = blocks
+                .iter()
+                .filter(|b| !is_blank_text(b))
+                .cloned()
+                .collect();
+            (!kept.is_empty()).then_some(Value::Array(kept))
+        }
+        Value::Null => None,
+        other => Some(other.clone()),
+    }
 }
 
 /// The system prompt goes to the provider as given: a string or text blocks.

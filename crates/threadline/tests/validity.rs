@@ -46,11 +46,17 @@ enum Id {
 #[derive(Debug, Clone)]
 enum Block {
     Text(Text),
-    Thinking { signed: bool },
+    Thinking {
+        signed: bool,
+    },
     Redacted,
     ToolUse(Id),
     ServerTool,
     OpenAiReasoning,
+    /// an `openai_item` holding an item of its own (a web search) or, rarely, a call
+    OpenAiItem {
+        call: bool,
+    },
     Unknown,
 }
 
@@ -63,6 +69,8 @@ enum Answer {
     Orphan,
     /// a result with an empty text block inside
     EmptyInside(usize),
+    /// an error result with text and an image
+    Image(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -84,7 +92,8 @@ enum End {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Prompt(Text),
+    /// a prompt, with an image or not
+    Prompt(Text, bool),
     Results {
         answers: Vec<Answer>,
         text: Option<Text>,
@@ -129,6 +138,7 @@ fn block() -> impl Strategy<Value = Block> {
         5 => id().prop_map(Block::ToolUse),
         1 => Just(Block::ServerTool),
         1 => Just(Block::OpenAiReasoning),
+        1 => prop::bool::weighted(0.3).prop_map(|call| Block::OpenAiItem { call }),
         1 => Just(Block::Unknown),
     ]
 }
@@ -139,6 +149,7 @@ fn answer() -> impl Strategy<Value = Answer> {
         1 => (0..50usize).prop_map(Answer::Old),
         1 => Just(Answer::Orphan),
         1 => (0..4usize).prop_map(Answer::EmptyInside),
+        1 => (0..4usize).prop_map(Answer::Image),
     ]
 }
 
@@ -161,7 +172,7 @@ fn end() -> impl Strategy<Value = End> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => text().prop_map(Op::Prompt),
+        6 => (text(), prop::bool::weighted(0.15)).prop_map(|(t, image)| Op::Prompt(t, image)),
         8 => (prop::collection::vec(answer(), 0..4), prop::option::of(text()))
             .prop_map(|(answers, text)| Op::Results { answers, text }),
         10 => (prop::collection::vec(block(), 0..4), any::<bool>(), prop::bool::weighted(0.2), any::<bool>())
@@ -183,6 +194,7 @@ struct Budget {
     reasoning: Reasoning,
     model: Option<String>,
     preview: Option<usize>,
+    system: Option<Value>,
 }
 
 fn budget() -> impl Strategy<Value = Budget> {
@@ -196,14 +208,24 @@ fn budget() -> impl Strategy<Value = Budget> {
         ],
         prop::option::of(Just("m1".to_string())),
         prop::option::of(0..30usize),
+        prop_oneof![
+            3 => Just(None),
+            1 => Just(Some(json!(""))),
+            1 => Just(Some(json!(" \n"))),
+            1 => Just(Some(json!("Be terse."))),
+            1 => Just(Some(json!([]))),
+            1 => Just(Some(json!([{"type": "text", "text": ""}]))),
+            1 => Just(Some(json!([{"type": "text", "text": "Be terse."}, {"type": "text", "text": " "}]))),
+        ],
     )
         .prop_map(
-            |(max_tokens, max_messages, reasoning, model, preview)| Budget {
+            |(max_tokens, max_messages, reasoning, model, preview, system)| Budget {
                 max_tokens,
                 max_messages,
                 reasoning,
                 model,
                 preview,
+                system,
             },
         )
 }
@@ -270,18 +292,19 @@ impl World {
     fn apply(&mut self, op: &Op) {
         let is_message = matches!(
             op,
-            Op::Prompt(_) | Op::Results { .. } | Op::Assistant { .. }
+            Op::Prompt(..) | Op::Results { .. } | Op::Assistant { .. }
         );
         if !is_message {
             self.flush();
         }
         let n = self.next();
         match op {
-            Op::Prompt(t) => {
-                self.write(
-                    json!({"role": "user", "content": [{"type": "text", "text": text_of(*t, n)}]}),
-                    None,
-                );
+            Op::Prompt(t, image) => {
+                let mut content = vec![json!({"type": "text", "text": text_of(*t, n)})];
+                if *image {
+                    content.push(json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}));
+                }
+                self.write(json!({"role": "user", "content": content}), None);
             }
             Op::Results { answers, text } => {
                 let mut content = Vec::new();
@@ -297,10 +320,18 @@ impl World {
                             self.open[k % self.open.len()].clone(),
                             json!([{"type": "text", "text": ""}]),
                         ),
+                        Answer::Image(k) if !self.open.is_empty() => (
+                            self.open[k % self.open.len()].clone(),
+                            json!([{"type": "text", "text": "see"}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]),
+                        ),
                         _ => (format!("orphan_{n}"), json!("lost")),
                     };
-                    content
-                        .push(json!({"type": "tool_result", "tool_use_id": id, "content": inner}));
+                    let mut result =
+                        json!({"type": "tool_result", "tool_use_id": id, "content": inner});
+                    if matches!(a, Answer::Image(_)) {
+                        result["is_error"] = json!(true);
+                    }
+                    content.push(result);
                 }
                 if let Some(t) = text {
                     content.push(json!({"type": "text", "text": text_of(*t, n)}));
@@ -338,6 +369,12 @@ impl World {
                         }
                         Block::OpenAiReasoning => {
                             json!({"type": "openai_reasoning", "id": format!("rs_{n}"), "summary": [], "encrypted_content": "e"})
+                        }
+                        Block::OpenAiItem { call: false } => {
+                            json!({"type": "openai_item", "item": {"type": "web_search_call", "id": format!("ws_{n}"), "status": "completed"}})
+                        }
+                        Block::OpenAiItem { call: true } => {
+                            json!({"type": "openai_item", "item": {"type": "function_call", "call_id": format!("fc_{n}"), "name": "f", "arguments": "{}"}})
                         }
                         Block::Unknown => json!({"type": "future_block", "x": n}),
                     });
@@ -489,7 +526,7 @@ fn check(restore: bool, ops: &[Op], budgets: &[Budget]) -> Result<(), TestCaseEr
                 target,
                 max_tokens: b.max_tokens,
                 max_messages: b.max_messages,
-                system: None,
+                system: b.system.clone(),
                 tool_result_preview_chars: b.preview,
                 reasoning: b.reasoning,
                 model: b.model.clone(),
@@ -579,6 +616,26 @@ fn a_history_that_starts_with_tool_calls_or_holds_empty_text_builds_valid_reques
                 json!([{"role": "user", "content": [{"type": "text", "text": "next"}]}])
             );
         }
+    }
+    // A system prompt with no text is no empty system message for OpenAI.
+    for system in [json!(""), json!([{"type": "text", "text": " "}])] {
+        let c = s
+            .build_context(&ContextOptions {
+                target: Target::OpenAiChat,
+                max_tokens: None,
+                max_messages: None,
+                system: Some(system),
+                tool_result_preview_chars: None,
+                reasoning: Reasoning::Keep,
+                model: None,
+            })
+            .unwrap();
+        assert!(
+            validate_openai_chat(&c.messages).is_empty(),
+            "{:?}",
+            c.messages
+        );
+        assert_eq!(c.messages[0]["role"], "user");
     }
     // The history itself is kept as given.
     assert_eq!(s.messages().unwrap().len(), 5);
