@@ -18,7 +18,7 @@ pub fn lines(data: &[u8]) -> Vec<String> {
 }
 
 /// Builds the next request for every target under a few budgets (taken from the input's length,
-/// so they vary) and checks each is valid for its provider.
+/// so they vary) and system prompts, and checks each is valid for its provider.
 pub fn check_contexts(s: &Session, seed: usize) {
     let targets = [
         Target::Anthropic,
@@ -41,7 +41,12 @@ pub fn check_contexts(s: &Session, seed: usize) {
                 target,
                 max_tokens,
                 max_messages,
-                system: None,
+                // a system prompt with no text must not become an empty system message
+                system: match b {
+                    0 => None,
+                    1 => Some(serde_json::json!("Be terse.")),
+                    _ => Some(serde_json::json!(" ")),
+                },
                 tool_result_preview_chars: (b == 1).then_some(40),
                 reasoning,
                 model: None,
