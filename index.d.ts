@@ -999,6 +999,12 @@ export declare class Session {
    * message), or a string (a user prompt: `{ role: 'user', content: [{ type: 'text', text }] }`).
    * `envelope` adds envelope fields to a message (e.g. `{ requestId, toolUseResult }`).
    *
+   * Empty text: a string prompt with no text (`''`, or only whitespace) is refused
+   * (`INVALID_INPUT`, `append: content[0].text: ...`): providers refuse empty text, so it could
+   * never be sent. Empty text blocks inside a message object are accepted and stored as given
+   * (an imported transcript stays lossless); `buildContext` never sends them, nor a message left
+   * empty without them.
+   *
    * The type parameter is inferred from `record`; it lets the compiler check each block of the
    * message against the shape of its `type` (a `tool_result` without `tool_use_id` is a compile
    * error), while extra fields and blocks of other types pass as they are.
@@ -1011,8 +1017,8 @@ export declare class Session {
    * with `durability: 'power'`).
    *
    * @throws `INVALID_INPUT` for a value of the wrong shape (role `'system'`, a `tool_result`
-   *   without `tool_use_id`, a duplicate `uuid`, a record over 32 MiB, ...; the message names
-   *   the path), `STORE_IO` if the disk refuses or the store is readonly, `STORE_BUSY`, `CLOSED`.
+   *   without `tool_use_id`, a duplicate `uuid`, a record over 32 MiB, an empty string prompt,
+   *   ...; the message names the path), `STORE_IO` if the disk refuses or the store is readonly, `STORE_BUSY`, `CLOSED`.
    *   Nothing is written when it throws.
    */
   append<R extends AppendRecord>(record: Checked<R>, envelope?: EnvelopeOptions): Envelope
@@ -1497,7 +1503,7 @@ export type MessageProblemCode =
   | 'first_not_user'             // the first message is not a user message
   | 'roles_not_alternating'      // two messages in a row with the same role
   | 'empty_content'              // no blocks (only the final assistant message may have none)
-  | 'empty_text'                 // an empty text block or empty string content
+  | 'empty_text'                 // an empty text block (a tool result's too), empty string content, or text of only whitespace with nothing else in its message
   | 'unsigned_thinking'          // a thinking block without its signature
   | 'tool_use_without_result'    // a tool_use not answered by a tool_result in the next message
   | 'tool_result_without_tool_use' // a tool_result whose tool_use is not in the message before

@@ -147,7 +147,13 @@ impl Session {
             stats.fits = fits(options, stats.estimated_tokens, kept.len());
             let messages: Vec<Value> = kept.into_iter().map(|m| m.message).collect();
             debug_assert!(validate_messages(&messages).is_empty());
-            let system = options.system.as_ref().filter(|s| !s.is_null());
+            let system = match options.target {
+                // Beside the messages, as given (the typed contract: given, it is there).
+                Target::Anthropic => options.system.clone().filter(|s| !s.is_null()),
+                // A message of its own: one with no text would be an empty message.
+                _ => sendable_system(options.system.as_ref()),
+            };
+            let system = system.as_ref();
             let out = match options.target {
                 Target::Anthropic => convert::to_anthropic(&messages, system),
                 Target::OpenAiChat => convert::to_openai_chat(&messages, system),
@@ -353,7 +359,19 @@ fn shape(view: Vec<ViewRecord>, o: &ContextOptions, stats: &mut ContextStats) ->
                 Reasoning::Drop => false,
                 Reasoning::SameModel => same_model(&message, r.provider.as_deref(), o),
             };
+            if let Some(Value::String(text)) = message.get("content") {
+                // Stored messages hold blocks; a string is one text block.
+                let block = json!({"type": "text", "text": text});
+                message["content"] = Value::Array(vec![block]);
+            }
             if let Some(Value::Array(content)) = message.get_mut("content") {
+                // Kept in the history (lossless), never sent: the provider refuses empty text.
+                content.retain(|b| !is_blank_text(b));
+                for b in content.iter_mut() {
+                    if let Some(Value::Array(inner)) = b.get_mut("content") {
+                        inner.retain(|x| !is_blank_text(x));
+                    }
+                }
                 let before = content.len();
                 content.retain(|b| match block_type(b) {
                     "thinking" => {
@@ -383,6 +401,15 @@ fn shape(view: Vec<ViewRecord>, o: &ContextOptions, stats: &mut ContextStats) ->
             }
         })
         .collect()
+}
+
+/// A text block with nothing but whitespace: the provider refuses it ("text content blocks must
+/// be non-empty", "... must contain non-whitespace text").
+pub(crate) fn is_blank_text(b: &Value) -> bool {
+    block_type(b) == "text"
+        && b.get("text")
+            .and_then(Value::as_str)
+            .is_none_or(|t| t.trim().is_empty())
 }
 
 /// Thinking goes back only to the provider and model that wrote it (signatures are theirs).
@@ -458,8 +485,24 @@ fn merge(msgs: Vec<Msg>) -> Vec<Msg> {
 }
 
 /// Leaves out tool calls whose result is not in the next message and results whose call is not
-/// in the message before, then messages left empty: the request must be valid.
-fn pair(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
+/// in the message before (a second use of one call id, a second result for one call too), then
+/// messages left empty, and what comes before the first user message: the request must be
+/// valid. Leaving a message out can orphan its neighbours' calls or results, so this runs until
+/// nothing more is left out.
+fn pair(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
+    loop {
+        let before: usize = msgs.iter().map(|m| blocks(&m.message).len()).sum();
+        let count = msgs.len();
+        msgs = pair_once(msgs, stats);
+        let after: usize = msgs.iter().map(|m| blocks(&m.message).len()).sum();
+        if after == before && msgs.len() == count {
+            return msgs;
+        }
+    }
+}
+
+fn pair_once(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
+    let msgs = drop_leading_assistant(msgs);
     let ids = |m: &Msg, ty: &str, key: &str| -> Vec<String> {
         blocks(&m.message)
             .iter()
@@ -473,10 +516,14 @@ fn pair(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
         .iter()
         .map(|m| ids(m, "tool_result", "tool_use_id"))
         .collect();
+    // A call id seen once already (the provider wants ids unique in the request).
+    let mut used: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(n);
     for (i, mut m) in msgs.into_iter().enumerate() {
+        let is_user = m.message.get("role").and_then(Value::as_str) == Some("user");
         let answered = results.get(i + 1).cloned().unwrap_or_default();
-        let asked = if i > 0 {
+        // The calls of the message before, each kept only on its first use and answered once.
+        let mut asked: Vec<String> = if i > 0 && is_user {
             calls[i - 1].clone()
         } else {
             Vec::new()
@@ -486,14 +533,24 @@ fn pair(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
                 let (keep, id) = match block_type(b) {
                     "tool_use" => {
                         let id = b.get("id").and_then(Value::as_str).unwrap_or_default();
-                        (answered.iter().any(|a| a == id), id)
+                        let keep = !is_user
+                            && answered.iter().any(|a| a == id)
+                            && used.insert(id.to_string());
+                        (keep, id)
                     }
                     "tool_result" => {
                         let id = b
                             .get("tool_use_id")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        (asked.iter().any(|a| a == id), id)
+                        let keep = match asked.iter().position(|a| a == id) {
+                            Some(k) => {
+                                asked.swap_remove(k);
+                                true
+                            }
+                            None => false,
+                        };
+                        (keep, id)
                     }
                     _ => (true, ""),
                 };
@@ -504,25 +561,45 @@ fn pair(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
                 }
                 keep
             });
+            if is_user {
+                // Results first in their message, as the provider wants them.
+                content.sort_by_key(|b| block_type(b) != "tool_result");
+            }
         }
         if !blocks(&m.message).is_empty() {
             out.push(m);
         }
     }
     // Leaving messages out can put two of one role side by side again.
-    let out = merge(out);
-    drop_leading_assistant(out)
+    drop_leading_assistant(merge(out))
 }
 
 /// A request starts with a user message.
 fn drop_leading_assistant(mut msgs: Vec<Msg>) -> Vec<Msg> {
-    while msgs
-        .first()
-        .is_some_and(|m| m.message.get("role").and_then(Value::as_str) != Some("user"))
-    {
-        msgs.remove(0);
-    }
+    let lead = msgs
+        .iter()
+        .position(|m| m.message.get("role").and_then(Value::as_str) == Some("user"))
+        .unwrap_or(msgs.len());
+    msgs.drain(..lead);
     msgs
+}
+
+/// The system prompt as an OpenAI target sends it (the first message): as given, less its empty or
+/// whitespace-only text blocks; none when nothing is left (an empty message is refused).
+fn sendable_system(system: Option<&Value>) -> Option<Value> {
+    match system? {
+        Value::String(s) if s.trim().is_empty() => None,
+        Value::Array(blocks) => {
+            let kept: Vec<Value> = blocks
+                .iter()
+                .filter(|b| !is_blank_text(b))
+                .cloned()
+                .collect();
+            (!kept.is_empty()).then_some(Value::Array(kept))
+        }
+        Value::Null => None,
+        other => Some(other.clone()),
+    }
 }
 
 /// The system prompt goes to the provider as given: a string or text blocks.

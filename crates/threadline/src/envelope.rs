@@ -35,6 +35,15 @@ impl Draft {
     pub fn from_input(input: Value, extra: Option<Map<String, Value>>) -> Result<Draft> {
         match input {
             Value::String(text) => {
+                // A bare string is a prompt typed now: one with no text would be stored only to
+                // be left out of every request (providers refuse empty text), so it is refused.
+                // Empty text blocks inside a message are accepted and kept (lossless import).
+                if text.trim().is_empty() {
+                    return Err(Error::invalid(
+                        &Path::root().key("content").index(0).key("text"),
+                        "a string prompt must have text (empty or whitespace-only text is refused by the providers)",
+                    ));
+                }
                 let msg = serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}]});
                 Draft::from_message(msg, extra)
             }

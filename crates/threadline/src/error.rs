@@ -36,20 +36,26 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub const MAX_MESSAGE_CHARS: usize = 400;
 
 fn bounded(m: &str) -> String {
+    // Counted in characters written, escapes included: a message of control characters, each
+    // written as `\u{...}`, stays within the bound too.
     let mut out = String::new();
-    for (count, (i, c)) in m.char_indices().enumerate() {
-        if count == MAX_MESSAGE_CHARS {
+    let mut count = 0;
+    for (i, c) in m.char_indices() {
+        let shown = match c {
+            '\n' => "\\n".to_string(),
+            '\r' => "\\r".to_string(),
+            '\t' => "\\t".to_string(),
+            c if c.is_control() => format!("\\u{{{:04x}}}", c as u32),
+            c => c.to_string(),
+        };
+        let width = shown.chars().count();
+        if count + width > MAX_MESSAGE_CHARS {
             let left = m[i..].chars().count();
             out.push_str(&format!("... ({left} more characters)"));
             break;
         }
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
-            c => out.push(c),
-        }
+        out.push_str(&shown);
+        count += width;
     }
     out
 }
@@ -206,6 +212,15 @@ mod codes {
         let m = e.bounded_message();
         assert!(m.chars().count() < MAX_MESSAGE_CHARS + 40, "{}", m.len());
         assert!(m.ends_with("more characters)"));
+        // Escapes count: a message of control characters is bounded in what is written.
+        let e = Error::InvalidInput(format!("x: {}", "\u{7f}".repeat(1000)));
+        let m = e.bounded_message();
+        assert!(
+            m.chars().count() < MAX_MESSAGE_CHARS + 40,
+            "{}",
+            m.chars().count()
+        );
+        assert!(m.ends_with("more characters)"), "{m}");
         let e = Error::InvalidInput("x: '\u{1b}[31m\nforged'".into());
         assert_eq!(e.bounded_message(), "x: '\\u{001b}[31m\\nforged'");
         assert!(!e.bounded_message().chars().any(char::is_control));

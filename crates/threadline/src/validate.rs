@@ -109,12 +109,12 @@ pub fn validate_messages(messages: &[Value]) -> Vec<Problem> {
         let expected = std::mem::take(&mut open);
         let blocks: &[Value] = match content {
             Value::String(s) => {
-                if s.is_empty() {
+                if s.trim().is_empty() {
                     say(
                         i,
                         format!("{at}.content"),
                         ProblemCode::EmptyText,
-                        "empty text content".into(),
+                        "empty text content (or only whitespace)".into(),
                     );
                 }
                 &[]
@@ -132,6 +132,14 @@ pub fn validate_messages(messages: &[Value]) -> Vec<Problem> {
             }
             _ => &[],
         };
+        // Whitespace-only text passes beside other content (a response's "\n\n" before its
+        // tool call), not alone.
+        let has_other = blocks.iter().any(|b| {
+            b.get("type").and_then(Value::as_str) != Some("text")
+                || b.get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| !t.trim().is_empty())
+        });
         let mut answered: HashSet<&str> = HashSet::new();
         let mut other_seen = false;
         for (j, b) in blocks.iter().enumerate() {
@@ -141,6 +149,12 @@ pub fn validate_messages(messages: &[Value]) -> Vec<Problem> {
                 "text" if str_of("text").is_empty() => {
                     say(i, path, ProblemCode::EmptyText, "empty text block".into())
                 }
+                "text" if !has_other && str_of("text").trim().is_empty() => say(
+                    i,
+                    path,
+                    ProblemCode::EmptyText,
+                    "a text block with only whitespace, and nothing else in the message".into(),
+                ),
                 "thinking" if str_of("signature").is_empty() => say(
                     i,
                     path,
@@ -165,6 +179,22 @@ pub fn validate_messages(messages: &[Value]) -> Vec<Problem> {
                 }
                 "tool_result" => {
                     let id = str_of("tool_use_id");
+                    if let Some(Value::Array(inner)) = b.get("content") {
+                        for (k, x) in inner.iter().enumerate() {
+                            if x.get("type").and_then(Value::as_str) == Some("text")
+                                && x.get("text")
+                                    .and_then(Value::as_str)
+                                    .is_some_and(str::is_empty)
+                            {
+                                say(
+                                    i,
+                                    format!("{path}.content[{k}]"),
+                                    ProblemCode::EmptyText,
+                                    "empty text block in a tool result".into(),
+                                );
+                            }
+                        }
+                    }
                     if other_seen {
                         say(
                             i,
@@ -280,6 +310,24 @@ mod tests {
                 ("[5].content[0]".into(), DuplicateToolUseId),
                 ("[5].content[0]".into(), ToolUseWithoutResult),
                 ("[6]".into(), NotAMessage),
+            ]
+        );
+    }
+
+    #[test]
+    fn blank_text_alone_and_empty_text_anywhere_are_empty_text() {
+        let v = json!([
+            {"role": "user", "content": " \n"},
+            {"role": "assistant", "content": [{"type": "text", "text": "\n\n"}, call("a")]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": [{"type": "text", "text": ""}]}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "\n\n"}]},
+        ]);
+        assert_eq!(
+            codes(v),
+            vec![
+                ("[0].content".into(), ProblemCode::EmptyText),
+                ("[2].content[0].content[0]".into(), ProblemCode::EmptyText),
+                ("[3].content[0]".into(), ProblemCode::EmptyText),
             ]
         );
     }

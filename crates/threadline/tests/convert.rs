@@ -713,3 +713,45 @@ fn id_maps_are_plain_maps() {
     assert_eq!(back.messages[0]["content"][0]["id"], json!("orig"));
     assert_eq!(back.messages[1]["content"][0]["tool_use_id"], json!("orig"));
 }
+
+/// Found by the `convert` fuzz target: an `openai_item` block without an item went out as a
+/// `null` item, which `from_openai_responses` (and the API) refuse. One holding a call or a
+/// message would be a call without its output. Both are left out, with a warning.
+#[test]
+fn an_openai_item_block_goes_back_only_as_an_item_of_its_own() {
+    let messages = vec![
+        json!({"role": "user", "content": [{"type": "text", "text": "go"}, {"type": "openai_item", "content": "x"}]}),
+        json!({"role": "assistant", "content": [
+            {"type": "openai_item", "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}},
+            {"type": "openai_item", "item": {"type": "web_search_call", "id": "ws_1", "status": "completed"}},
+            {"type": "text", "text": "done"}
+        ]}),
+    ];
+    check_neutral(&messages, None).unwrap();
+    let out = to_openai_responses(&messages, None);
+    assert!(
+        validate_openai_responses(&out.messages).is_empty(),
+        "{:?}",
+        out.messages
+    );
+    assert_eq!(
+        out.messages
+            .iter()
+            .filter(|i| i["type"] == "web_search_call")
+            .count(),
+        1
+    );
+    assert!(!out
+        .messages
+        .iter()
+        .any(|i| i.is_null() || i["type"] == "function_call"));
+    assert_eq!(
+        out.warnings
+            .iter()
+            .filter(|w| w.code == codes::INVALID_SKIPPED)
+            .map(|w| w.path.as_str())
+            .collect::<Vec<_>>(),
+        vec!["messages[0].content[1]", "messages[1].content[0]"]
+    );
+    from_openai_responses(&out.messages, Some(&out.id_map)).unwrap();
+}

@@ -226,7 +226,7 @@ fn assistant_out(
             }
             "openai_item" => {
                 flush(&mut open, out);
-                out.push(b.get("item").cloned().unwrap_or_default());
+                out.extend(passthrough_item(b, &p, w));
             }
             "thinking" | "redacted_thinking" => w.add(
                 &p,
@@ -322,7 +322,7 @@ fn user_out(
             }
             "openai_item" => {
                 flush(&mut parts, &mut group, &mut fields, out);
-                out.push(b.get("item").cloned().unwrap_or_default());
+                out.extend(passthrough_item(b, &p, w));
             }
             _ => {
                 let new = content_parts(b, &p, w);
@@ -422,6 +422,39 @@ fn input_image(b: &Value, at: &str, w: &mut Warnings) -> Option<Value> {
     ]);
     copy_openai(b, &mut p, &["prompt_cache_breakpoint"]);
     Some(p)
+}
+
+/// The item an `openai_item` block holds, as it goes back. Not an item (no object with a type), or
+/// one the neutral model has its own blocks for (a message, a tool call or its output: sent
+/// alone it would be a call without its output or the reverse): left out, with a warning.
+fn passthrough_item(b: &Value, at: &str, w: &mut Warnings) -> Option<Value> {
+    let item = b.get("item").filter(|i| i.is_object());
+    let ty = item.and_then(|i| i.get("type")).and_then(Value::as_str);
+    match ty {
+        Some(
+            t @ ("message"
+            | "function_call"
+            | "function_call_output"
+            | "custom_tool_call"
+            | "custom_tool_call_output"),
+        ) => {
+            w.add(
+                at,
+                codes::INVALID_SKIPPED,
+                format!("an openai_item block holding a '{t}' item (a message or tool block stands for it); left out"),
+            );
+            None
+        }
+        Some(_) => item.cloned(),
+        None => {
+            w.add(
+                at,
+                codes::INVALID_SKIPPED,
+                "an openai_item block without an item object with a type; left out",
+            );
+            None
+        }
+    }
 }
 
 /// A neutral content block (not a tool result) as Responses input parts.
