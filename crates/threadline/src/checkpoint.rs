@@ -18,7 +18,9 @@
 //!   comes after the log has grown some more (4, 8, 16, then every 32 MiB);
 //! - should the thread fall behind (a slow disk, no CPU to spare), the commit that takes the log
 //!   past `WRITER_FRAMES` runs that RESTART checkpoint itself before it returns, so the log
-//!   cannot outgrow the thread by more than the writer's pace allows; with the same back-off;
+//!   cannot outgrow the thread by more than the writer's pace allows; with the same back-off,
+//!   except that a try which found another connection's checkpoint running for as long as it
+//!   could wait is made again at the next commit (that checkpoint is the one holding it up);
 //! - a store opened with a log over `OPEN_CHECKPOINT_BYTES` (left by a process that was killed,
 //!   or by an older version) gets a TRUNCATE checkpoint first;
 //! - `journal_size_limit` (`LOG_LIMIT_BYTES`, set in store.rs) cuts the file back after a
@@ -71,16 +73,32 @@ impl Due {
         }
     }
 
-    /// After a try at `frames`: on failure the next comes after 4, 8, 16, then every 32 MiB.
-    fn tried(&mut self, ok: bool, frames: u32) {
-        if ok {
-            self.next = self.from;
-            self.failures = 0;
-        } else {
-            self.next = frames.saturating_add(PASSIVE_FRAMES << self.failures.min(3));
-            self.failures += 1;
+    /// After a try at `frames`: on failure the next comes after 4, 8, 16, then every 32 MiB; if
+    /// another connection's checkpoint ran all along, at the next chance.
+    fn tried(&mut self, outcome: Outcome, frames: u32) {
+        match outcome {
+            Outcome::Done => {
+                self.next = self.from;
+                self.failures = 0;
+            }
+            Outcome::Busy => {}
+            Outcome::Failed => {
+                self.next = frames.saturating_add(PASSIVE_FRAMES << self.failures.min(3));
+                self.failures += 1;
+            }
         }
     }
+}
+
+/// How a try to make the log start over went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// The next commit starts the log over (or it is empty).
+    Done,
+    /// Another connection's checkpoint was running for as long as this one could wait.
+    Busy,
+    /// A reader held the log, or the checkpoint failed.
+    Failed,
 }
 
 /// What the WAL hook shares with the checkpoint thread.
@@ -126,14 +144,14 @@ impl Signal {
         if frames >= self.writer_next.load(Ordering::Relaxed) {
             // SAFETY: `db` is the connection whose commit called the hook, and `name` its
             // database's name, both valid during the call.
-            let ok = unsafe {
+            let outcome = unsafe {
                 set_busy_handler(db, self.wait_ms);
-                let ok = self.restart(db, name, ffi::SQLITE_CHECKPOINT_RESTART);
+                let outcome = self.restart(db, name, ffi::SQLITE_CHECKPOINT_RESTART);
                 set_busy_handler(db, self.busy_ms);
-                ok
+                outcome
             };
             let mut due = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-            due.tried(ok, frames);
+            due.tried(outcome, frames);
             self.writer_next.store(due.next, Ordering::Relaxed);
         }
     }
@@ -146,7 +164,7 @@ impl Signal {
     /// `db` and `name` must be a valid connection and the name of one of its databases.
     unsafe fn passive(&self, db: *mut ffi::sqlite3, name: *const c_char) -> bool {
         let mode = ffi::SQLITE_CHECKPOINT_PASSIVE;
-        let Some((log, copied)) = (unsafe { checkpoint(db, name, mode, self.wait_ms) }) else {
+        let Ok((log, copied)) = (unsafe { checkpoint(db, name, mode, self.wait_ms) }) else {
             return false;
         };
         let before = self.passive.swap(packed(log, copied), Ordering::Relaxed);
@@ -161,10 +179,14 @@ impl Signal {
     ///
     /// # Safety
     /// `db` and `name` must be a valid connection and the name of one of its databases.
-    unsafe fn restart(&self, db: *mut ffi::sqlite3, name: *const c_char, mode: c_int) -> bool {
-        unsafe {
-            !self.passive(db, name)
-                && checkpoint(db, name, mode, self.wait_ms).is_some_and(|(l, c)| l == c)
+    unsafe fn restart(&self, db: *mut ffi::sqlite3, name: *const c_char, mode: c_int) -> Outcome {
+        if unsafe { self.passive(db, name) } {
+            return Outcome::Failed;
+        }
+        match unsafe { checkpoint(db, name, mode, self.wait_ms) } {
+            Ok((log, copied)) if log == copied => Outcome::Done,
+            Err(Outcome::Busy) => Outcome::Busy,
+            _ => Outcome::Failed,
         }
     }
 }
@@ -241,8 +263,9 @@ impl Checkpointer {
                         // A failure (busy, disk) is harmless: the frames stay in the log.
                         unsafe { seen.passive(db, main) };
                     } else {
-                        let ok = unsafe { seen.restart(db, main, ffi::SQLITE_CHECKPOINT_RESTART) };
-                        due.tried(ok, frames);
+                        let outcome =
+                            unsafe { seen.restart(db, main, ffi::SQLITE_CHECKPOINT_RESTART) };
+                        due.tried(outcome, frames);
                     }
                 }
                 drop(conn);
@@ -296,9 +319,9 @@ impl Drop for Checkpointer {
 }
 
 /// Runs a checkpoint: the frames in the log and the frames copied if it ran to its end (for
-/// RESTART and TRUNCATE: copied everything and no reader is left on the log), None if it could
-/// not. A checkpoint by another connection (another process's PASSIVE one, say) makes SQLite
-/// give up at once without a try: then it tries again, for at most `wait_ms`.
+/// RESTART and TRUNCATE: copied everything and no reader is left on the log). A checkpoint by
+/// another connection (another process's, say) makes SQLite give up at once without a try: then
+/// it tries again, for at most `wait_ms` (Busy if that one is still running then).
 ///
 /// # Safety
 /// `db` and `name` must be a valid connection and the name of one of its databases.
@@ -307,7 +330,7 @@ unsafe fn checkpoint(
     name: *const c_char,
     mode: c_int,
     wait_ms: u32,
-) -> Option<(u32, u32)> {
+) -> Result<(u32, u32), Outcome> {
     let start = Instant::now();
     loop {
         // -1: the checkpoint did not start.
@@ -315,15 +338,14 @@ unsafe fn checkpoint(
         let rc = unsafe { ffi::sqlite3_wal_checkpoint_v2(db, name, mode, &mut log, &mut copied) };
         match rc {
             // -1 here: the connection had not opened the log (it had read nothing yet).
-            ffi::SQLITE_OK if log >= 0 && copied >= 0 => return Some((log as u32, copied as u32)),
-            ffi::SQLITE_BUSY
-                if log == -1
-                    && mode != ffi::SQLITE_CHECKPOINT_PASSIVE
-                    && start.elapsed() < Duration::from_millis(wait_ms as u64) =>
-            {
+            ffi::SQLITE_OK if log >= 0 && copied >= 0 => return Ok((log as u32, copied as u32)),
+            ffi::SQLITE_BUSY if log == -1 && mode != ffi::SQLITE_CHECKPOINT_PASSIVE => {
+                if start.elapsed() >= Duration::from_millis(wait_ms as u64) {
+                    return Err(Outcome::Busy);
+                }
                 std::thread::sleep(Duration::from_millis(1));
             }
-            _ => return None,
+            _ => return Err(Outcome::Failed),
         }
     }
 }
