@@ -37,8 +37,7 @@ pub const MAX_MESSAGE_CHARS: usize = 400;
 
 fn bounded(m: &str) -> String {
     let mut out = String::new();
-    let mut count = 0;
-    for (i, c) in m.char_indices() {
+    for (count, (i, c)) in m.char_indices().enumerate() {
         if count == MAX_MESSAGE_CHARS {
             let left = m[i..].chars().count();
             out.push_str(&format!("... ({left} more characters)"));
@@ -51,7 +50,6 @@ fn bounded(m: &str) -> String {
             c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
             c => out.push(c),
         }
-        count += 1;
     }
     out
 }
@@ -143,6 +141,17 @@ impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
         use rusqlite::ErrorCode as C;
         let msg = e.to_string();
+        // A stored value of another type than the schema's, text that is not UTF-8, an integer
+        // out of range: the file holds what this library never wrote.
+        if matches!(
+            e,
+            rusqlite::Error::InvalidColumnType(..)
+                | rusqlite::Error::FromSqlConversionFailure(..)
+                | rusqlite::Error::IntegralValueOutOfRange(..)
+                | rusqlite::Error::Utf8Error(..)
+        ) {
+            return Error::StoreCorrupt(format!("a stored value is damaged ({msg})"));
+        }
         match e.sqlite_error_code() {
             Some(C::DatabaseBusy | C::DatabaseLocked) => Error::StoreBusy(format!(
                 "the store stayed locked past busyTimeoutMs ({msg})"

@@ -23,9 +23,19 @@
 //! # }
 //! ```
 
+/// The columns of a record row that reads select, in the order the checksum covers them, with
+/// the checksum last.
+macro_rules! record_columns {
+    () => {
+        "id, uuid, parent_uuid, type, role, provider, timestamp, msg_index, turn_start, response_key, \
+         input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, state, has_blobs, body, message, crc"
+    };
+}
+
 mod blob;
 mod branch;
 mod checkpoint;
+mod checksum;
 mod clock;
 mod compaction;
 mod context;
@@ -51,6 +61,7 @@ mod stream;
 mod txn;
 mod usage;
 mod validate;
+mod verify;
 mod write_order;
 
 pub use branch::Branch;
@@ -78,3 +89,4 @@ pub use store::{default_store_path, Store};
 pub use stream::{Assembler, Pushed};
 pub use usage::Usage;
 pub use validate::{validate_messages, Problem, ProblemCode};
+pub use verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};
