@@ -195,6 +195,12 @@ impl NativeSession {
         self.inner.set_status(status).or_throw()
     }
 
+    /// Checks every record of the session; the report as JSON.
+    #[napi(catch_unwind)]
+    pub fn verify(&self) -> Result<String> {
+        to_json(&self.inner.verify().or_throw()?)
+    }
+
     #[napi]
     pub fn close(&self) {
         self.inner.close()
