@@ -1,8 +1,8 @@
 'use strict'
 // Damage is detected, never returned. A store is built from a real Claude Code session
 // (fixtures/claude-code/tool_heavy.jsonl, restoreMessages), closed, and damaged: bytes of record
-// columns and blob literals rewritten with better-sqlite3, raw bytes of the file's record and blob
-// pages flipped. Reopened, it is read through every path. Each read returns exactly what it gave
+// columns, blob literals and tool-call journal rows rewritten with better-sqlite3, raw bytes of
+// the file's record, blob and journal pages flipped. Reopened, it is read through every path. Each read returns exactly what it gave
 // before the damage, or throws an Error whose code is STORE_CORRUPT: never a SyntaxError, never
 // other data, never fewer records without an error. verify() never throws and finds the damage.
 
@@ -136,7 +136,8 @@ function setup(t) {
   return { dir, clean, pristine, trial: path.join(dir, 'trial.db') }
 }
 
-const COLUMNS = ['body', 'message', 'state', 'uuid', 'type', 'msg_index', 'turn_start', 'has_blobs', 'provider', 'crc']
+const COLUMNS = ['body', 'message', 'state', 'uuid', 'type', 'msg_index', 'turn_start', 'has_blobs', 'provider', 'crc', 'meta_crc']
+const JOURNAL = ['kind', 'name', 'state', 'call_seq', 'result_seq', 'outcome', 'ended_ms', 'crc']
 
 describe('randomized damage', () => {
   test(`${TRIALS} trials of rewritten column bytes: original data or STORE_CORRUPT on every path`, (t) => {
@@ -147,12 +148,15 @@ describe('randomized damage', () => {
     for (let i = 0; i < TRIALS; i++) {
       fs.copyFileSync(clean, trial)
       const db = new Database(trial)
-      const blob = i % 8 === 7
-      const table = blob ? 'blobs' : 'records'
-      const col = blob ? 'literal' : COLUMNS[r.below(COLUMNS.length)]
-      const keys = db.prepare(`SELECT rowid AS k FROM ${table}`).all().map((x) => x.k)
+      // Mostly records; every eighth trial a blob literal, every eighth a tool-call journal row.
+      const table = i % 8 === 7 ? 'blobs' : i % 8 === 3 ? 'tool_calls' : 'records'
+      const col = table === 'blobs' ? 'literal' : table === 'tool_calls' ? JOURNAL[r.below(JOURNAL.length)] : COLUMNS[r.below(COLUMNS.length)]
+      // tool_calls has no rowid: its key is (session, id)
+      const keyOf = table === 'tool_calls' ? "session || ' ' || id" : 'rowid'
+      const keys = db.prepare(`SELECT ${keyOf} AS k FROM ${table}`).all().map((x) => x.k)
       const key = keys[r.below(keys.length)]
-      const before = db.prepare(`SELECT ${col} AS v FROM ${table} WHERE rowid = ?`).get(key).v
+      const where = `${keyOf} = ?`
+      const before = db.prepare(`SELECT ${col} AS v FROM ${table} WHERE ${where}`).get(key).v
       let after
       if (typeof before === 'string' || Buffer.isBuffer(before)) {
         const bytes = Buffer.from(before)
@@ -160,14 +164,14 @@ describe('randomized damage', () => {
         after = bytes
         // text stays text (possibly not UTF-8 any more), a blob stays a blob
         const cast = typeof before === 'string' ? 'CAST(? AS TEXT)' : '?'
-        db.prepare(`UPDATE ${table} SET ${col} = ${cast} WHERE rowid = ?`).run(bytes, key)
+        db.prepare(`UPDATE ${table} SET ${col} = ${cast} WHERE ${where}`).run(bytes, key)
         if (!bytes.equals(Buffer.from(before))) changed++
       } else if (typeof before === 'number' || typeof before === 'bigint') {
         after = r.below(2) ? Number(before) + 1 : Number(before) ^ 1
-        db.prepare(`UPDATE ${table} SET ${col} = ? WHERE rowid = ?`).run(after, key)
+        db.prepare(`UPDATE ${table} SET ${col} = ? WHERE ${where}`).run(after, key)
         changed++
       } else {
-        db.prepare(`UPDATE ${table} SET ${col} = 0 WHERE rowid = ?`).run(key)
+        db.prepare(`UPDATE ${table} SET ${col} = 0 WHERE ${where}`).run(key)
         changed++
       }
       db.close()
@@ -180,13 +184,13 @@ describe('randomized damage', () => {
     assert.ok(detected > TRIALS * 0.6, `only ${detected} of ${changed} changed trials were detected by a read`)
   })
 
-  test(`${TRIALS} trials of flipped bits in the file's record and blob pages`, (t) => {
+  test(`${TRIALS} trials of flipped bits in the file's record, blob and journal pages`, (t) => {
     const { clean, pristine, trial } = setup(t)
     const db = new Database(clean, { readonly: true })
     const pageSize = db.pragma('page_size', { simple: true })
     // The pages of the record and blob tables and their indexes (dbstat: SQLite's page map).
     const pages = db.prepare(`SELECT pageno FROM dbstat WHERE name IN
-      ('records', 'records_uuid', 'records_response', 'records_turn_start', 'blobs', 'sqlite_autoindex_blobs_1')`).all().map((x) => x.pageno)
+      ('records', 'records_uuid', 'records_response', 'records_turn_start', 'blobs', 'sqlite_autoindex_blobs_1', 'tool_calls')`).all().map((x) => x.pageno)
     db.close()
     assert.ok(pages.length > 5)
     const bytes = fs.readFileSync(clean)

@@ -1,17 +1,21 @@
 //! Checksums of stored rows, so damage is detected, never returned.
 //!
-//! Every record row carries `crc`: a CRC-32 of every column of the row but `written_ms` (the id,
-//! so the record's session and seq; the indexed copies of envelope fields; the running state;
-//! the envelope body; the message), each value with its SQLite type and length, so a value that
-//! changes type or moves between columns is damage too. It is written in the same statement as
-//! the record and checked on every read of the row: bulk pages, envelopes, the context view, the
-//! tail a session opens on, turns, snapshots, recovery. A blob row carries its own `crc` over its
-//! hash, size and literal, checked whenever the literal is spliced into a record; `verify` also
-//! checks a blob's content against its SHA-256.
+//! Every record row carries two CRC-32s, written in the same statement as the record, covering
+//! every column but `written_ms` (each value with its SQLite type and length, so a value that
+//! changes type or moves between columns is damage too):
+//! - `crc`: the id (so the record's session and seq), `msg_index`, `has_blobs`, the envelope body
+//!   and the message: everything a bulk read (`messages`, `envelopes`) returns or decides by;
+//! - `meta_crc`: the id again, the indexed copies of envelope fields (uuid, type, provider, ...),
+//!   the token columns and the running state.
+//! Bulk reads check `crc` (reading six columns a row, not twenty); every read that uses the other
+//! columns (opening a session, turns, the context view, lookups by uuid) checks both. A blob row
+//! carries its own `crc` over its hash, size and literal, checked whenever the literal is spliced
+//! into a record; `verify` also checks a blob's content against its SHA-256. Tool-call journal
+//! rows carry one too (journal.rs).
 //!
 //! Why CRC-32: it finds every change of up to 32 consecutive bits (one changed byte, a flipped
 //! bit, a `"` turned into another character) with certainty, and any other damage with odds of
-//! 2^-32 of a miss; it runs at several GB/s (crc32fast, SIMD), so checking costs little next to
+//! 2^-32 of a miss; it runs at tens of GB/s (crc32fast, SIMD), so checking costs little next to
 //! reading. It is no defence against someone who edits the file on purpose: they can recompute
 //! it (a keyed MAC would be needed for that).
 
@@ -20,23 +24,44 @@ use rusqlite::{Connection, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
 
-/// Positions in `record_columns!()`.
+/// Positions in `record_columns!()` (the first `CONTENT` are `content_columns!()`).
 pub(crate) mod col {
     pub const ID: usize = 0;
-    pub const UUID: usize = 1;
-    pub const PARENT: usize = 2;
-    pub const TYPE: usize = 3;
-    pub const PROVIDER: usize = 5;
-    pub const MSG_INDEX: usize = 7;
-    pub const TURN_START: usize = 8;
-    pub const INPUT_TOKENS: usize = 10;
-    pub const STATE: usize = 14;
-    pub const HAS_BLOBS: usize = 15;
-    pub const BODY: usize = 16;
-    pub const MESSAGE: usize = 17;
-    /// how many columns the checksum covers (every one before `crc`)
-    pub const COVERED: usize = 18;
-    pub const CRC: usize = 18;
+    pub const MSG_INDEX: usize = 1;
+    pub const HAS_BLOBS: usize = 2;
+    pub const BODY: usize = 3;
+    pub const MESSAGE: usize = 4;
+    pub const CRC: usize = 5;
+    /// columns of `content_columns!()`
+    pub const CONTENT: usize = 6;
+    pub const UUID: usize = 6;
+    pub const PARENT: usize = 7;
+    pub const TYPE: usize = 8;
+    pub const PROVIDER: usize = 10;
+    pub const TURN_START: usize = 12;
+    pub const INPUT_TOKENS: usize = 14;
+    pub const STATE: usize = 18;
+    pub const META_CRC: usize = 19;
+    pub const WRITTEN_MS: usize = 20;
+    /// every column but `written_ms`
+    pub const ALL: usize = 20;
+}
+
+/// The two checksums of a record's values, given in the order of `record_columns!()` without
+/// `written_ms` (the checksum slots are skipped).
+pub(crate) fn record_sums(v: &[ValueRef<'_>; col::ALL]) -> (u32, u32) {
+    (content_sum(v), meta_sum(v))
+}
+
+fn content_sum(v: &[ValueRef<'_>]) -> u32 {
+    sum(&v[..col::CRC])
+}
+
+fn meta_sum(v: &[ValueRef<'_>]) -> u32 {
+    let mut all = [ValueRef::Null; col::META_CRC - col::UUID + 1];
+    all[0] = v[col::ID];
+    all[1..].copy_from_slice(&v[col::UUID..col::META_CRC]);
+    sum(&all)
 }
 
 /// The checksum of a row's values: each value's type tag, then its length for text and blobs,
@@ -74,31 +99,34 @@ pub(crate) fn sum(values: &[ValueRef<'_>]) -> u32 {
     h.finalize()
 }
 
-/// A record row whose checksum matched: its values are the ones written.
+/// A record row whose checksums matched: its values are the ones written. `meta`: the row was
+/// read with `record_columns!()` and both checksums checked; else only its content was.
 pub(crate) struct Stored<'r> {
-    v: [ValueRef<'r>; col::COVERED],
+    v: [ValueRef<'r>; col::ALL],
+    meta: bool,
 }
 
 impl<'r> Stored<'r> {
-    /// Reads a row selected with `record_columns!()` and checks it. The error is the reason, for
-    /// the caller to name the record.
+    /// Reads a row selected with `content_columns!()` (or `record_columns!()`) and checks `crc`.
+    /// The error is the reason, for the caller to name the record.
+    pub fn check_content(row: &'r Row<'_>) -> std::result::Result<Stored<'r>, String> {
+        let mut v = [ValueRef::Null; col::ALL];
+        for (i, slot) in v.iter_mut().enumerate().take(col::CONTENT) {
+            *slot = row.get_ref(i).map_err(|e| e.to_string())?;
+        }
+        compare(v[col::CRC], content_sum(&v), "")?;
+        Ok(Stored { v, meta: false })
+    }
+
+    /// Reads a row selected with `record_columns!()` and checks both checksums.
     pub fn check(row: &'r Row<'_>) -> std::result::Result<Stored<'r>, String> {
-        let mut v = [ValueRef::Null; col::COVERED];
+        let mut v = [ValueRef::Null; col::ALL];
         for (i, slot) in v.iter_mut().enumerate() {
             *slot = row.get_ref(i).map_err(|e| e.to_string())?;
         }
-        let stored = match row.get_ref(col::CRC).map_err(|e| e.to_string())? {
-            ValueRef::Integer(c) => c,
-            ValueRef::Null => return Err("its checksum is missing".into()),
-            _ => return Err("its checksum is not an integer".into()),
-        };
-        let computed = sum(&v);
-        if stored != computed as i64 {
-            return Err(format!(
-                "checksum mismatch (stored {stored:#x}, computed {computed:#x})"
-            ));
-        }
-        Ok(Stored { v })
+        compare(v[col::CRC], content_sum(&v), "")?;
+        compare(v[col::META_CRC], meta_sum(&v), " of its other columns")?;
+        Ok(Stored { v, meta: true })
     }
 
     pub fn id(&self) -> i64 {
@@ -108,8 +136,17 @@ impl<'r> Stored<'r> {
         }
     }
 
+    fn value(&self, i: usize) -> Result<ValueRef<'r>> {
+        if i >= col::CONTENT && !self.meta {
+            return Err(Error::StoreCorrupt(
+                "a column was read whose checksum was not checked".into(),
+            ));
+        }
+        Ok(self.v[i])
+    }
+
     pub fn int(&self, i: usize) -> Result<Option<i64>> {
-        match self.v[i] {
+        match self.value(i)? {
             ValueRef::Null => Ok(None),
             ValueRef::Integer(x) => Ok(Some(x)),
             _ => Err(mistyped()),
@@ -117,7 +154,7 @@ impl<'r> Stored<'r> {
     }
 
     pub fn bytes(&self, i: usize) -> Result<Option<&'r [u8]>> {
-        match self.v[i] {
+        match self.value(i)? {
             ValueRef::Null => Ok(None),
             ValueRef::Text(b) | ValueRef::Blob(b) => Ok(Some(b)),
             _ => Err(mistyped()),
@@ -148,6 +185,18 @@ impl<'r> Stored<'r> {
 
     pub fn state(&self) -> Result<&'r str> {
         self.str(col::STATE)?.ok_or_else(mistyped)
+    }
+}
+
+/// Compares a stored checksum with the one computed.
+fn compare(stored: ValueRef<'_>, computed: u32, what: &str) -> std::result::Result<(), String> {
+    match stored {
+        ValueRef::Integer(c) if c == computed as i64 => Ok(()),
+        ValueRef::Integer(c) => Err(format!(
+            "checksum mismatch{what} (stored {c:#x}, computed {computed:#x})"
+        )),
+        ValueRef::Null => Err(format!("its checksum{what} is missing")),
+        _ => Err(format!("its checksum{what} is not an integer")),
     }
 }
 
@@ -185,21 +234,22 @@ pub(crate) fn blob_sum(hash: &str, bytes: i64, literal: &[u8]) -> u32 {
 /// Computes the checksums of every record and blob of a store that had none (the migration to
 /// schema version 4). Runs inside the migration's transaction.
 pub(crate) fn fill(conn: &Connection) -> Result<()> {
-    let mut sums: Vec<(i64, u32)> = Vec::new();
+    let mut sums: Vec<(i64, u32, u32)> = Vec::new();
     {
         let mut stmt = conn.prepare(concat!("SELECT ", record_columns!(), " FROM records"))?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            let mut v = [ValueRef::Null; col::COVERED];
+            let mut v = [ValueRef::Null; col::ALL];
             for (i, slot) in v.iter_mut().enumerate() {
                 *slot = row.get_ref(i)?;
             }
-            sums.push((row.get(col::ID)?, sum(&v)));
+            let (c, m) = record_sums(&v);
+            sums.push((row.get(col::ID)?, c, m));
         }
     }
-    let mut update = conn.prepare("UPDATE records SET crc = ?1 WHERE id = ?2")?;
-    for (id, crc) in sums {
-        update.execute([crc as i64, id])?;
+    let mut update = conn.prepare("UPDATE records SET crc = ?1, meta_crc = ?2 WHERE id = ?3")?;
+    for (id, c, m) in sums {
+        update.execute([c as i64, m as i64, id])?;
     }
     let mut sums: Vec<(String, u32)> = Vec::new();
     {

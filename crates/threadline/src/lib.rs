@@ -23,12 +23,20 @@
 //! # }
 //! ```
 
-/// The columns of a record row that reads select, in the order the checksum covers them, with
-/// the checksum last.
+/// The columns of a record row, in the order its two checksums cover them: first what bulk reads
+/// need and `crc` covers (`content_columns!()`), then the rest and `meta_crc`; `written_ms` last.
+macro_rules! content_columns {
+    () => {
+        "id, msg_index, has_blobs, body, message, crc"
+    };
+}
 macro_rules! record_columns {
     () => {
-        "id, uuid, parent_uuid, type, role, provider, timestamp, msg_index, turn_start, response_key, \
-         input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, state, has_blobs, body, message, crc"
+        concat!(
+            content_columns!(),
+            ", uuid, parent_uuid, type, role, provider, timestamp, turn_start, response_key, \
+             input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, state, meta_crc, written_ms"
+        )
     };
 }
 

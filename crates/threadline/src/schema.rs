@@ -98,7 +98,9 @@ CREATE INDEX sessions_write_seq ON sessions(write_seq);
     // shorter one.
     r#"
 ALTER TABLE records ADD COLUMN crc INTEGER;
+ALTER TABLE records ADD COLUMN meta_crc INTEGER;
 ALTER TABLE blobs ADD COLUMN crc INTEGER;
+ALTER TABLE tool_calls ADD COLUMN crc INTEGER;
 ALTER TABLE sessions ADD COLUMN records INTEGER NOT NULL DEFAULT 0;
 UPDATE sessions SET records = coalesce(
   (SELECT id - (sessions.num << 36) + 1 FROM records
@@ -159,6 +161,7 @@ fn migrate(conn: &Connection, from: i64) -> Result<()> {
             conn.execute_batch(sql)?;
             if to == CHECKSUMS {
                 crate::checksum::fill(conn)?;
+                crate::journal::seal_all(conn)?;
             }
         }
         conn.execute_batch(&format!(

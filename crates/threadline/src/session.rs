@@ -349,7 +349,7 @@ impl Session {
         let mut buf = Vec::new();
         let mut expected = start;
         while let Some(row) = rows.next()? {
-            let stored = checked(conn, num, lo, &mut expected, row)?;
+            let stored = checked(conn, num, lo, &mut expected, row, true)?;
             if !stored.in_messages()? {
                 continue;
             }
@@ -609,16 +609,22 @@ impl Writer<'_> {
         let state =
             serde_json::to_string(&tail.state).map_err(|e| Error::StoreIo(e.to_string()))?;
         let response_key = usage.and(response_key.as_deref());
-        // In the order of `record_columns!()`: the checksum covers exactly what is stored.
-        let values: [ValueRef<'_>; checksum::col::COVERED] = [
+        // In the order of `record_columns!()`: the checksums cover exactly what is stored.
+        let mut values: [ValueRef<'_>; checksum::col::ALL] = [
             ValueRef::Integer(id),
+            int(msg_index),
+            ValueRef::Integer(enc.has_blobs() as i64),
+            ValueRef::Blob(&enc.body),
+            enc.message
+                .as_deref()
+                .map_or(ValueRef::Null, ValueRef::Blob),
+            ValueRef::Null, // crc
             ValueRef::Text(uuid.as_bytes()),
             text(d.str_field("parentUuid")),
             ValueRef::Text(d.record_type().as_bytes()),
             text(role),
             text(d.str_field("provider")),
             ValueRef::Text(d.str_field("timestamp").unwrap_or(&now.iso).as_bytes()),
-            int(msg_index),
             ValueRef::Integer(turn_start as i64),
             text(response_key),
             int(usage.map(|u| u.input_tokens as i64)),
@@ -626,23 +632,21 @@ impl Writer<'_> {
             int(usage.map(|u| u.cache_read_input_tokens as i64)),
             int(usage.map(|u| u.cache_creation_input_tokens as i64)),
             ValueRef::Text(state.as_bytes()),
-            ValueRef::Integer(enc.has_blobs() as i64),
-            ValueRef::Blob(&enc.body),
-            enc.message
-                .as_deref()
-                .map_or(ValueRef::Null, ValueRef::Blob),
+            ValueRef::Null, // meta_crc
         ];
-        let crc = ValueRef::Integer(checksum::sum(&values) as i64);
+        let (crc, meta) = checksum::record_sums(&values);
+        values[checksum::col::CRC] = ValueRef::Integer(crc as i64);
+        values[checksum::col::META_CRC] = ValueRef::Integer(meta as i64);
         let written = ValueRef::Integer(now.ms);
         conn.prepare_cached(concat!(
             "INSERT INTO records(",
             record_columns!(),
-            ", written_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
         ))?
         .execute(rusqlite::params_from_iter(
             values
                 .iter()
-                .chain([&crc, &written])
+                .chain([&written])
                 .map(|v| rusqlite::types::ToSqlOutput::Borrowed(*v)),
         ))?;
         blob::put(conn, id, &enc.blobs)?;
@@ -984,7 +988,7 @@ fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
     let mut stmt = conn.prepare_cached(concat!(
         "SELECT ",
         record_columns!(),
-        ", written_ms FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1"
+        " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1"
     ))?;
     let mut rows = stmt.query([lo, hi])?;
     let stored_count: Option<i64> = conn
@@ -1013,7 +1017,7 @@ fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
     }
     let stored =
         checksum::Stored::check(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
-    let written: i64 = row.get(checksum::col::COVERED + 1)?;
+    let written: i64 = row.get(checksum::col::WRITTEN_MS)?;
     let uuid = stored.str(checksum::col::UUID)?.unwrap_or_default();
     let parent = stored.str(checksum::col::PARENT)?;
     let ty = stored.str(checksum::col::TYPE)?.unwrap_or_default();
@@ -1060,7 +1064,7 @@ pub(crate) fn each_record(
     let mut rows = stmt.query([start, end])?;
     let mut expected = start;
     while let Some(row) = rows.next()? {
-        let stored = checked(conn, num, lo, &mut expected, row)?;
+        let stored = checked(conn, num, lo, &mut expected, row, true)?;
         f((stored.id() - lo) as u64, &stored)?;
     }
     if expected <= end {
@@ -1086,15 +1090,14 @@ pub(crate) struct Recency {
 /// A session's metadata and when it was last written, for sorting.
 pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, Recency)> {
     let tail = load_tail(conn, num)?;
-    type Row = (
-        String,
-        SessionInfo,
-        String,
-        Option<String>,
-        Option<String>,
-        Recency,
-    );
-    let row: Option<Row> = conn
+    /// The row's fields that need parsing, as stored.
+    struct Raw {
+        status: String,
+        window: Option<i64>,
+        metadata: Option<String>,
+        forked: Option<String>,
+    }
+    let row = conn
         .prepare_cached(
             "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, metadata, forked_from, write_seq
              FROM sessions WHERE num = ?1",
@@ -1102,51 +1105,56 @@ pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, Rec
         .query_row([num], |r| {
             let created: i64 = r.get(6)?;
             let updated = r.get::<_, i64>(7)?.max(tail.last_written_ms.unwrap_or(0));
-            let window = r.get::<_, Option<i64>>(8)?;
-            Ok((
-                r.get(0)?,
-                SessionInfo {
-                    id: r.get(0)?,
-                    project: r.get(1)?,
-                    title: r.get(2)?,
-                    provider: r.get(3)?,
-                    model: r.get(4)?,
-                    status: Status::Active,
-                    created_at: clock::iso_from_ms(created),
-                    updated_at: clock::iso_from_ms(updated),
-                    message_count: tail.state.messages,
-                    context_window: window.map(|w| w.max(0) as u64),
-                    forked_from: None,
-                    metadata: None,
-                },
-                r.get(5)?,
-                r.get(9)?,
-                r.get(10)?,
-                Recency {
-                    write_seq: r.get(11)?,
-                    updated_ms: updated,
-                },
-            ))
+            let info = SessionInfo {
+                id: r.get(0)?,
+                project: r.get(1)?,
+                title: r.get(2)?,
+                provider: r.get(3)?,
+                model: r.get(4)?,
+                status: Status::Active,
+                created_at: clock::iso_from_ms(created),
+                updated_at: clock::iso_from_ms(updated),
+                message_count: tail.state.messages,
+                context_window: None,
+                forked_from: None,
+                metadata: None,
+            };
+            let raw = Raw {
+                status: r.get(5)?,
+                window: r.get(8)?,
+                metadata: r.get(9)?,
+                forked: r.get(10)?,
+            };
+            let recency = Recency {
+                write_seq: r.get(11)?,
+                updated_ms: updated,
+            };
+            Ok((info, raw, recency))
         })
         .optional()?;
-    let (id, mut info, status, metadata, forked) = match row {
-        None => return Err(Error::NotFound("the session was deleted".into())),
-        Some((id, info, status, metadata, forked, recency)) => {
-            ((id, recency), info, status, metadata, forked)
-        }
+    let Some((mut info, raw, recency)) = row else {
+        return Err(Error::NotFound("the session was deleted".into()));
     };
     let bad = |what: &str| {
-        Error::StoreCorrupt(format!("the row of session '{}' is damaged: {what}", id.0))
+        Error::StoreCorrupt(format!(
+            "the row of session '{}' is damaged: its {what} does not parse",
+            info.id
+        ))
     };
-    info.status = Status::parse(&status).ok_or_else(|| bad("status"))?;
-    if let Some(f) = forked {
-        info.forked_from =
-            Some(serde_json::from_str::<ForkedFrom>(&f).map_err(|_| bad("forked_from"))?);
-    }
-    if let Some(m) = metadata {
-        info.metadata = Some(serde_json::from_str(&m).map_err(|_| bad("metadata"))?);
-    }
-    Ok((info, id.1))
+    info.status = Status::parse(&raw.status).ok_or_else(|| bad("status"))?;
+    info.context_window = raw
+        .window
+        .map(|w| u64::try_from(w).map_err(|_| bad("context_window")))
+        .transpose()?;
+    info.forked_from = raw
+        .forked
+        .map(|f| serde_json::from_str::<ForkedFrom>(&f).map_err(|_| bad("forked_from")))
+        .transpose()?;
+    info.metadata = raw
+        .metadata
+        .map(|m| serde_json::from_str(&m).map_err(|_| bad("metadata")))
+        .transpose()?;
+    Ok((info, recency))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1175,7 +1183,7 @@ fn read_page(
     // `msg_index` was damaged is found, not skipped, and a gap in the seqs is a missing record.
     let mut stmt = conn.prepare_cached(concat!(
         "SELECT ",
-        record_columns!(),
+        content_columns!(),
         " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
     ))?;
     let mut rows = stmt.query([start, end])?;
@@ -1186,7 +1194,7 @@ fn read_page(
     json.push(b'[');
     let mut first = true;
     while let Some(row) = rows.next()? {
-        let stored = checked(conn, num, lo, &mut expected, row)?;
+        let stored = checked(conn, num, lo, &mut expected, row, false)?;
         let id = stored.id();
         if part == Part::Message && !stored.in_messages()? {
             continue;
@@ -1246,14 +1254,15 @@ fn int(i: Option<i64>) -> ValueRef<'static> {
     i.map_or(ValueRef::Null, ValueRef::Integer)
 }
 
-/// Checks a row read with `record_columns!()`: its checksum, and that it is the record expected
-/// next (none of the seqs between is missing).
+/// Checks a row read with `record_columns!()` (`all`: both checksums) or `content_columns!()`
+/// (its content's), and that it is the record expected next (no seq between is missing).
 fn checked<'r>(
     conn: &Connection,
     num: i64,
     lo: i64,
     expected: &mut i64,
     row: &'r rusqlite::Row<'_>,
+    all: bool,
 ) -> Result<checksum::Stored<'r>> {
     let id: i64 = row.get(checksum::col::ID)?;
     if id != *expected {
@@ -1266,7 +1275,12 @@ fn checked<'r>(
         ));
     }
     *expected += 1;
-    checksum::Stored::check(row).map_err(|why| checksum::damaged(conn, num, (id - lo) as u64, &why))
+    let stored = if all {
+        checksum::Stored::check(row)
+    } else {
+        checksum::Stored::check_content(row)
+    };
+    stored.map_err(|why| checksum::damaged(conn, num, (id - lo) as u64, &why))
 }
 
 /// A STORE_CORRUPT error found while reading record `seq` (a damaged blob), naming the record.

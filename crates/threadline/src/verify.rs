@@ -173,6 +173,14 @@ impl<'c> Checker<'c> {
             }
         }
         let count = self.records(num, id);
+        match crate::journal::damaged(self.conn, num) {
+            Ok(list) => {
+                for why in list {
+                    self.push(Some(id), None, why);
+                }
+            }
+            Err(e) => self.push(Some(id), None, format!("the journal: {}", e.message())),
+        }
         let stored: rusqlite::Result<i64> =
             self.conn
                 .query_row("SELECT records FROM sessions WHERE num = ?1", [num], |r| {

@@ -146,7 +146,9 @@ fn temp() -> (tempfile::TempDir, String, String) {
     (dir, clean, trial)
 }
 
-const COLUMNS: [&str; 9] = [
+const COLUMNS: [&str; 11] = [
+    "crc",
+    "meta_crc",
     "body",
     "message",
     "state",
@@ -179,15 +181,36 @@ fn rewritten_column_bytes_are_detected_on_every_path() {
         let id = ids[rng.below(ids.len() as u64) as usize];
         let col = if t % 10 == 9 {
             "literal"
+        } else if t % 10 == 4 {
+            [
+                "kind",
+                "name",
+                "state",
+                "call_seq",
+                "result_seq",
+                "outcome",
+                "crc",
+            ][rng.below(7) as usize]
         } else {
             COLUMNS[rng.below(COLUMNS.len() as u64) as usize]
         };
         let (table, key) = if col == "literal" {
             ("blobs", "rowid")
+        } else if t % 10 == 4 {
+            // no rowid: keyed by the position of (session, id) in key order
+            (
+                "tool_calls",
+                "session * 0 + (SELECT count(*) FROM tool_calls t WHERE t.id < tool_calls.id)",
+            )
         } else {
             ("records", "id")
         };
-        let key_value: i64 = if col == "literal" {
+        let key_value: i64 = if t % 10 == 4 {
+            let n: i64 = conn
+                .query_row("SELECT count(*) FROM tool_calls", [], |r| r.get(0))
+                .unwrap();
+            rng.below(n as u64) as i64
+        } else if col == "literal" {
             let n: i64 = conn
                 .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
                 .unwrap();
@@ -281,7 +304,7 @@ fn flipped_page_bytes_are_detected_or_harmless() {
         .query_row("PRAGMA page_size", [], |r| r.get(0))
         .unwrap();
     let pages: Vec<i64> = conn
-        .prepare("SELECT pageno FROM dbstat WHERE name IN ('records', 'records_uuid', 'records_response', 'records_turn_start', 'blobs', 'sqlite_autoindex_blobs_1')")
+        .prepare("SELECT pageno FROM dbstat WHERE name IN ('records', 'records_uuid', 'records_response', 'records_turn_start', 'blobs', 'sqlite_autoindex_blobs_1', 'tool_calls')")
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()
@@ -451,7 +474,8 @@ fn a_version_3_store_is_migrated_with_checksums() {
     // The store as version 3 had it: no checksum columns, no record count.
     let conn = Connection::open(&trial).unwrap();
     conn.execute_batch(
-        "ALTER TABLE records DROP COLUMN crc; ALTER TABLE blobs DROP COLUMN crc;
+        "ALTER TABLE records DROP COLUMN crc; ALTER TABLE records DROP COLUMN meta_crc;
+         ALTER TABLE blobs DROP COLUMN crc; ALTER TABLE tool_calls DROP COLUMN crc;
          ALTER TABLE sessions DROP COLUMN records; PRAGMA user_version = 3;",
     )
     .unwrap();
