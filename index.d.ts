@@ -1229,7 +1229,7 @@ export declare class Session {
   /**
    * Checks every record of this session: its checksum, that no seq is missing (the session's row
    * counts its records, so lost last records are found too), that its text is JSON, the blobs it
-   * uses (checksum and SHA-256), and the session's row. A damaged record does not stop the check:
+   * uses (checksum and SHA-256), its tool-call journal, and the session's row. A damaged record does not stop the check:
    * every one is listed. Reads (`messages`, `envelopes()`, `buildContext`, `snapshot()`, ...)
    * stop at the first damaged record they meet with `STORE_CORRUPT` naming the session and seq;
    * `envelopes({ fromSeq, limit })` still reads the records around it.

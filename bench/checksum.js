@@ -6,7 +6,7 @@
 //
 // Each run is a fresh process with a fresh store: restoreMessages of the workload's first N
 // messages (bench/workload.js, default 10,000), then, timed, `reps` reads of each kind (messages,
-// allMessages, envelopes(), buildContext for 'anthropic'), then 500 single appends. A run prints
+// allMessages, envelopes(), buildContext for 'anthropic', turns), then 500 single appends. A run prints
 // one JSON line of medians. The parent alternates the builds run by run (this checkout's binary,
 // then the baseline's, ...) so the machine's drift falls on both, and reports the median of the
 // runs' medians and the ratio checked / baseline.
@@ -154,6 +154,7 @@ function child(n, reps) {
       allMessages: time(() => s.allMessages),
       envelopes: time(() => s.envelopes()),
       buildContext: time(() => s.buildContext({ target: 'anthropic', maxTokens: 200000 })),
+      turns: time(() => s.turns),
     }
     if (count !== n) throw new Error(`read ${count} messages, expected ${n}`)
     // Appends: one record per transaction, the cost a live agent pays per message.
@@ -217,6 +218,7 @@ function parent() {
         allMessagesMs: pick((x) => x.read.allMessages[clock]),
         envelopesMs: pick((x) => x.read.envelopes[clock]),
         buildContextMs: pick((x) => x.read.buildContext[clock]),
+        turnsMs: pick((x) => x.read.turns[clock]),
         appendUs: pick((x) => x.appendUs[clock]),
         verifyMs: rs[0].verify === null || clock === 'cpu' ? null : pick((x) => x.verify[clock]),
       }
