@@ -7,6 +7,7 @@
 //!   and the message: everything a bulk read (`messages`, `envelopes`) returns or decides by;
 //! - `meta_crc`: the id again, the indexed copies of envelope fields (uuid, type, provider, ...),
 //!   the token columns and the running state.
+//!
 //! Bulk reads check `crc` (reading six columns a row, not twenty); every read that uses the other
 //! columns (opening a session, turns, the context view, lookups by uuid) checks both. A blob row
 //! carries its own `crc` over its hash, size and literal, checked whenever the literal is spliced
