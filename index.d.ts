@@ -31,7 +31,10 @@
  * - `SESSION_LOCKED`: another live process owns this session (it wrote to it first and has not
  *   closed it); readers are never blocked.
  * - `CLOSED`: use of a closed store or session.
- * - `STORE_CORRUPT`: the file is not a Threadline store, or fails its integrity check.
+ * - `STORE_CORRUPT`: the file is not a Threadline store, or is damaged: a record whose checksum
+ *   does not match (the message names the session id and the record's `seq`), a missing record,
+ *   a damaged blob or session row, or a page SQLite itself finds damaged. Reads never return
+ *   damaged data; `verify()` lists every damaged record.
  * - `STORE_VERSION`: the store was written by a newer schema.
  * - `STORE_BUSY`: the database stayed locked longer than `busyTimeoutMs`.
  * - `STORE_IO`: the disk refused (full, read-only, permission), or a write to a store opened
@@ -848,6 +851,41 @@ export interface ListSessionsFilter {
 }
 
 /** A range of records by position. */
+/** Options of `store.verify()`. */
+export interface VerifyOptions {
+  /**
+   * `PRAGMA quick_check` instead of `integrity_check`: skips checking that every index matches
+   * its table (faster on a large store). Record checksums are checked either way.
+   */
+  quick?: boolean | undefined
+}
+
+/** One damaged thing found by `verify()`. */
+export interface Damage {
+  /** the session it belongs to; null for damage of the file itself or of a blob no record uses */
+  sessionId: string | null
+  /** the record's seq; null for the session's row or the file */
+  seq: number | null
+  /** what is wrong, for people (`checksum mismatch (...)`, `the record is missing`, ...) */
+  reason: string
+}
+
+/** What `session.verify()` and `store.verify()` found. */
+export interface VerifyReport {
+  /** true when nothing damaged was found */
+  ok: boolean
+  /** sessions checked */
+  sessions: number
+  /** records read and checked */
+  records: number
+  /** distinct blobs checked (checksum and SHA-256 of their content) */
+  blobs: number
+  /** damaged records, session rows, blobs and file pages, in store order (at most 1,000) */
+  damaged: Damage[]
+  /** damaged entries beyond the 1,000 listed */
+  moreDamaged: number
+}
+
 export interface EnvelopeRange {
   /** First `seq` to return (whole number >= 0); default 0. */
   fromSeq?: number | undefined
@@ -918,6 +956,20 @@ export declare class Store {
    * @throws `NOT_FOUND` if there is no such session, `STORE_IO` on a readonly store, `CLOSED`.
    */
   deleteSession(id: string): void
+
+  /**
+   * Checks the whole store: SQLite's own check of the file (`PRAGMA integrity_check`, or
+   * `quick_check` with `{ quick: true }`), then every session as `session.verify()` checks it,
+   * then the blobs no record uses. Damage is reported, not thrown: the report lists every
+   * damaged record (up to 1,000; `moreDamaged` counts the rest). Reads the whole file, holding
+   * this store's connection meanwhile (other calls on this `Store` wait; other processes do not).
+   *
+   * @example
+   * const report = store.verify()
+   * if (!report.ok) for (const d of report.damaged) console.error(d.sessionId, d.seq, d.reason)
+   * @throws `CLOSED`, `INVALID_INPUT` for unknown options; damage is never thrown.
+   */
+  verify(options?: VerifyOptions): VerifyReport
 
   /**
    * Closes the store. Every later use of it, or of a session opened from it, throws `CLOSED`
@@ -1186,6 +1238,18 @@ export declare class Session {
    * status and prompt identity, sealed with a SHA-256. `store.importSnapshot` brings it back.
    */
   snapshot(): string
+
+  /**
+   * Checks every record of this session: its checksum, that no seq is missing (the session's row
+   * counts its records, so lost last records are found too), that its text is JSON, the blobs it
+   * uses (checksum and SHA-256), its tool-call journal, and the session's row. A damaged record does not stop the check:
+   * every one is listed. Reads (`messages`, `envelopes()`, `buildContext`, `snapshot()`, ...)
+   * stop at the first damaged record they meet with `STORE_CORRUPT` naming the session and seq;
+   * `envelopes({ fromSeq, limit })` still reads the records around it.
+   *
+   * @throws `CLOSED`; damage is never thrown.
+   */
+  verify(): VerifyReport
 
   // ----- context -----
 

@@ -214,17 +214,37 @@ function object(value, what) {
   return value
 }
 
+// Parses a page of stored records. The native side checked every record's checksum before it
+// made the page, so the text is well-formed JSON; should it still not parse, that is a damaged
+// store (STORE_CORRUPT), never a bare SyntaxError.
+/**
+ * @param {string} json
+ * @param {string} operation
+ * @returns {any[]}
+ */
+function parsePage(json, operation) {
+  let items
+  try {
+    items = JSON.parse(json)
+  } catch (e) {
+    throw fail('STORE_CORRUPT', `${operation}: a page of stored records is not valid JSON: ${e instanceof Error ? e.message : String(e)}`)
+  }
+  if (!Array.isArray(items)) throw fail('STORE_CORRUPT', `${operation}: a page of stored records is not an array`)
+  return items
+}
+
 // Reads every page of a bulk read; the native side reads the next page on another thread while
 // this one is parsed, and each page's text is dropped once parsed.
 /**
  * @param {NativePages} pages
+ * @param {string} operation
  * @returns {any[]}
  */
-function readPages(pages) {
+function readPages(pages, operation) {
   /** @type {any[]} */
   let out = []
   for (let json = pages.next(); json !== null; json = pages.next()) {
-    const items = JSON.parse(json)
+    const items = parsePage(json, operation)
     out = out.length === 0 ? items : out.concat(items)
   }
   return out
@@ -462,11 +482,11 @@ class Session {
   }
 
   get messages() {
-    return run(this, 'messages', () => readPages(this[kNative].readMessages(false)))
+    return run(this, 'messages', () => readPages(this[kNative].readMessages(false), 'messages'))
   }
 
   get allMessages() {
-    return run(this, 'allMessages', () => readPages(this[kNative].readMessages(true)))
+    return run(this, 'allMessages', () => readPages(this[kNative].readMessages(true), 'allMessages'))
   }
 
   /**
@@ -474,7 +494,7 @@ class Session {
    */
   envelopes(range) {
     const { fromSeq, limit } = rangeOf(range, 'envelopes')
-    return readPages(this[kNative].readEnvelopes(fromSeq, limit === Infinity ? Number.MAX_SAFE_INTEGER : limit))
+    return readPages(this[kNative].readEnvelopes(fromSeq, limit === Infinity ? Number.MAX_SAFE_INTEGER : limit), 'envelopes')
   }
 
   /**
@@ -495,7 +515,7 @@ class Session {
       } catch (e) {
         throw recode(e)
       }
-      out = out.concat(JSON.parse(page.json))
+      out = out.concat(parsePage(page.json, 'envelopesAsync'))
       from = page.next
     }
     return out
@@ -603,6 +623,12 @@ class Session {
 
   snapshot() {
     return run(this, 'snapshot', () => this[kNative].snapshot())
+  }
+
+  // Checks every record of the session (checksums, none missing, blobs); the report lists each
+  // damaged record instead of stopping at the first.
+  verify() {
+    return JSON.parse(run(this, 'verify', () => this[kNative].verify()))
   }
 
   // --- context ---
@@ -957,6 +983,19 @@ class Store {
    */
   listSessions(filter) {
     return JSON.parse(this[kNative].listSessions(optionsJson(object(filter, 'listSessions: filter'), 'listSessions: filter')))
+  }
+
+  // SQLite's check of the file, then every session as session.verify() checks it, then the blobs.
+  /**
+   * @param {any} options
+   */
+  verify(options) {
+    const o = object(options, 'verify: options') ?? {}
+    for (const k of Object.keys(o)) {
+      if (k !== 'quick') throw fail('INVALID_INPUT', `verify: options.${k}: unknown option (expected quick)`)
+      if (o[k] !== undefined && typeof o[k] !== 'boolean') throw fail('INVALID_INPUT', `verify: options.${k}: expected a boolean, got ${describe(o[k])}`)
+    }
+    return JSON.parse(observed(this[kTelemetry], undefined, 'verify', () => this[kNative].verify(optJson({ quick: o.quick ?? false }, 'verify: options'))))
   }
 
   /**

@@ -63,6 +63,8 @@ export declare class NativeSession {
   tokenTracker(): string
   contextFill(): string
   setStatus(status: string): void
+  /** Checks every record of the session; the report as JSON. */
+  verify(): string
   close(): void
 }
 
@@ -77,6 +79,8 @@ export declare class NativeStore {
   forkSession(id: string, atUuid?: string | undefined | null, title?: string | undefined | null): NativeSession
   interruptedSessions(): string
   deleteSession(id: string): void
+  /** Checks the whole store; the report as JSON. */
+  verify(optionsJson?: string | undefined | null): string
   close(): void
 }
 

@@ -213,6 +213,12 @@ impl NativeSession {
         })
     }
 
+    /// Checks every record of the session; the report as JSON.
+    #[napi(catch_unwind)]
+    pub fn verify(&self) -> Result<String> {
+        to_json(&self.inner.verify().or_throw()?)
+    }
+
     #[napi]
     pub fn close(&self) {
         self.inner.close()

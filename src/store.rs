@@ -5,7 +5,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
-use threadline::{SessionFilter, SessionOptions, Store, StoreOptions};
+use threadline::{SessionFilter, SessionOptions, Store, StoreOptions, VerifyOptions};
 
 use crate::error::{parse_opt, to_json, OrThrow, Result};
 use crate::session::NativeSession;
@@ -115,6 +115,13 @@ impl NativeStore {
         crate::error::guard("deleteSession", || {
             self.inner.delete_session(&id).or_throw()
         })
+    }
+
+    /// Checks the whole store; the report as JSON.
+    #[napi(catch_unwind)]
+    pub fn verify(&self, options_json: Option<String>) -> Result<String> {
+        let options: VerifyOptions = parse_opt(options_json, "verify: options")?;
+        to_json(&self.inner.verify(&options).or_throw()?)
     }
 
     #[napi(catch_unwind)]

@@ -6,17 +6,21 @@ use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::checksum;
 use crate::encode::{Blob, BLOB_MARK};
 use crate::error::{Error, Result};
 
 /// Stores the blobs of record `record` (each once) and notes that the record uses them.
 pub fn put(conn: &Connection, record: i64, blobs: &[Blob]) -> Result<()> {
-    let mut put = conn
-        .prepare_cached("INSERT OR IGNORE INTO blobs(hash, bytes, literal) VALUES (?1, ?2, ?3)")?;
+    let mut put = conn.prepare_cached(
+        "INSERT OR IGNORE INTO blobs(hash, bytes, literal, crc) VALUES (?1, ?2, ?3, ?4)",
+    )?;
     let mut refer =
         conn.prepare_cached("INSERT OR IGNORE INTO blob_refs(record, hash) VALUES (?1, ?2)")?;
     for b in blobs {
-        put.execute(params![b.hash, b.literal.len() as i64, b.literal])?;
+        let bytes = b.literal.len() as i64;
+        let crc = checksum::blob_sum(&b.hash, bytes, &b.literal) as i64;
+        put.execute(params![b.hash, bytes, b.literal, crc])?;
         refer.execute(params![record, b.hash])?;
     }
     Ok(())
@@ -64,12 +68,27 @@ impl<'c> Expander<'c> {
     fn literal(&mut self, hash: &[u8]) -> Result<&[u8]> {
         if !self.cache.contains_key(hash) {
             let key = std::str::from_utf8(hash).map_err(|_| damaged())?;
-            let lit: Option<Vec<u8>> = self
+            let lit = self
                 .conn
-                .prepare_cached("SELECT literal FROM blobs WHERE hash = ?1")?
-                .query_row([key], |r| r.get(0))
+                .prepare_cached("SELECT bytes, literal, crc FROM blobs WHERE hash = ?1")?
+                .query_row([key], |r| {
+                    let bytes: i64 = r.get(0)?;
+                    let literal = r.get_ref(1)?.as_blob().map(<[u8]>::to_vec);
+                    let crc: Option<i64> = r.get(2)?;
+                    Ok(literal.map(|l| {
+                        (crc == Some(checksum::blob_sum(key, bytes, &l) as i64)).then_some(l)
+                    }))
+                })
                 .optional()?;
-            let lit = lit.ok_or_else(|| Error::StoreCorrupt(format!("blob {key} is missing")))?;
+            let lit = match lit {
+                None => return Err(Error::StoreCorrupt(format!("blob {key} is missing"))),
+                Some(Err(_)) | Some(Ok(None)) => {
+                    return Err(Error::StoreCorrupt(format!(
+                        "blob {key} is damaged (checksum mismatch)"
+                    )))
+                }
+                Some(Ok(Some(l))) => l,
+            };
             self.cache.insert(hash.to_vec(), lit);
         }
         Ok(&self.cache[hash])

@@ -125,12 +125,12 @@ impl Session {
 
 /// The state stored with record `seq`.
 pub(crate) fn state_at(conn: &rusqlite::Connection, num: i64, seq: u64) -> Result<State> {
-    let (lo, _) = schema::range(num);
-    let text: String = conn
-        .prepare_cached("SELECT state FROM records WHERE id = ?1")?
-        .query_row([lo + seq as i64], |r| r.get(0))?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::StoreCorrupt(format!("a record's state is damaged: {e}")))
+    let mut state = None;
+    crate::session::each_record(conn, num, seq, seq, |at, stored| {
+        state = Some(crate::session::state_of(conn, num, at, stored)?);
+        Ok(())
+    })?;
+    state.ok_or_else(|| Error::NotFound(format!("no record seq {seq}")))
 }
 
 /// (abandoned leaf, record rewound to) of every rewind, in order.

@@ -3,10 +3,12 @@
 //! moves it. It is what recovery reads to tell the truth about a call cut off by a crash, and what
 //! makes a finished tool's result available to a resumed agent (`cached_result`).
 
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::checksum;
 use crate::error::{Error, Result};
 use crate::message::{CallFact, MessageFacts, ResultFact};
 
@@ -79,53 +81,196 @@ pub struct Entry {
     pub outcome: Option<Map<String, Value>>,
 }
 
-const COLUMNS: &str =
-    "id, kind, name, call_seq, ord, state, requested_ms, started_ms, ended_ms, result_seq, outcome";
+/// The columns of a journal row, as its checksum covers them (the session's number first: a row
+/// belongs to one session), then the checksum.
+const COLUMNS: &str = "session, id, kind, name, call_seq, ord, state, requested_ms, started_ms, ended_ms, result_seq, outcome, crc";
+const COVERED: usize = 12;
 
-fn entry(r: &Row) -> rusqlite::Result<Entry> {
-    let state: String = r.get(5)?;
-    let outcome: Option<String> = r.get(10)?;
-    Ok(Entry {
-        id: r.get(0)?,
-        kind: r.get(1)?,
-        name: r.get(2)?,
-        call_seq: r.get::<_, i64>(3)? as u64,
-        ord: r.get::<_, i64>(4)? as u64,
-        state: CallState::parse(&state).unwrap_or(CallState::Requested),
-        requested_ms: r.get(6)?,
-        started_ms: r.get(7)?,
-        ended_ms: r.get(8)?,
-        result_seq: r.get::<_, Option<i64>>(9)?.map(|s| s as u64),
-        outcome: outcome.and_then(|o| serde_json::from_str(&o).ok()),
-    })
+/// A journal row read with `COLUMNS`, checked against its checksum.
+fn entry(conn: &Connection, r: &Row) -> Result<Entry> {
+    Ok(entry_raw(conn, r)?.0)
 }
 
-pub fn get(conn: &Connection, session: i64, id: &str) -> Result<Option<Entry>> {
-    Ok(conn
+/// A checked journal row, with its outcome's text as stored.
+fn entry_raw(conn: &Connection, r: &Row) -> Result<(Entry, Option<String>)> {
+    let check = || -> std::result::Result<(), String> {
+        let mut v = [ValueRef::Null; COVERED];
+        for (i, slot) in v.iter_mut().enumerate() {
+            *slot = r.get_ref(i).map_err(|e| e.to_string())?;
+        }
+        let stored: Option<i64> = r.get(COVERED).map_err(|e| e.to_string())?;
+        let computed = checksum::sum(&v);
+        match stored {
+            Some(s) if s == computed as i64 => Ok(()),
+            Some(s) => Err(format!(
+                "checksum mismatch (stored {s:#x}, computed {computed:#x})"
+            )),
+            None => Err("its checksum is missing".into()),
+        }
+    };
+    if let Err(why) = check() {
+        let session: i64 = r.get(0).unwrap_or(-1);
+        let id: String = r.get(1).unwrap_or_default();
+        return Err(Error::StoreCorrupt(format!(
+            "the journal entry of tool call '{id}' of session '{}' is damaged: {why}",
+            checksum::session_id(conn, session)
+        )));
+    }
+    let state: String = r.get(6)?;
+    let outcome: Option<String> = r.get(11)?;
+    let bad = |what: &str| Error::StoreCorrupt(format!("a journal entry's {what} is damaged"));
+    let entry = Entry {
+        id: r.get(1)?,
+        kind: r.get(2)?,
+        name: r.get(3)?,
+        call_seq: r.get::<_, i64>(4)? as u64,
+        ord: r.get::<_, i64>(5)? as u64,
+        state: CallState::parse(&state).ok_or_else(|| bad("state"))?,
+        requested_ms: r.get(7)?,
+        started_ms: r.get(8)?,
+        ended_ms: r.get(9)?,
+        result_seq: r.get::<_, Option<i64>>(10)?.map(|s| s as u64),
+        outcome: outcome
+            .as_deref()
+            .map(|o| serde_json::from_str(o).map_err(|_| bad("outcome")))
+            .transpose()?,
+    };
+    Ok((entry, outcome))
+}
+
+/// A journal row's values as its checksum covers them.
+struct Sealed<'a> {
+    session: i64,
+    e: &'a Entry,
+    state: CallState,
+    started_ms: Option<i64>,
+    ended_ms: Option<i64>,
+    result_seq: Option<i64>,
+    outcome: Option<&'a str>,
+}
+
+impl Sealed<'_> {
+    fn sum(&self) -> i64 {
+        let opt = |v: Option<i64>| v.map_or(ValueRef::Null, ValueRef::Integer);
+        checksum::sum(&[
+            ValueRef::Integer(self.session),
+            ValueRef::Text(self.e.id.as_bytes()),
+            ValueRef::Text(self.e.kind.as_bytes()),
+            ValueRef::Text(self.e.name.as_bytes()),
+            ValueRef::Integer(self.e.call_seq as i64),
+            ValueRef::Integer(self.e.ord as i64),
+            ValueRef::Text(self.state.as_str().as_bytes()),
+            ValueRef::Integer(self.e.requested_ms),
+            opt(self.started_ms),
+            opt(self.ended_ms),
+            opt(self.result_seq),
+            self.outcome
+                .map_or(ValueRef::Null, |o| ValueRef::Text(o.as_bytes())),
+        ]) as i64
+    }
+}
+
+/// A checked entry and its outcome's text as stored.
+fn get_raw(conn: &Connection, session: i64, id: &str) -> Result<Option<(Entry, Option<String>)>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND id = ?2"
+    ))?;
+    let mut rows = stmt.query(params![session, id])?;
+    match rows.next()? {
+        Some(r) => Ok(Some(entry_raw(conn, r)?)),
+        None => Ok(None),
+    }
+}
+
+/// Every entry a statement selects with `COLUMNS`, each checked.
+fn entries(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Entry>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params)?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(entry(conn, r)?);
+    }
+    Ok(out)
+}
+
+/// Why each damaged journal row of a session is damaged (verify: every one, not the first).
+pub(crate) fn damaged(conn: &Connection, session: i64) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 ORDER BY call_seq, ord"
+    ))?;
+    let mut rows = stmt.query([session])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        if let Err(e) = entry(conn, r) {
+            out.push(e.message().to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Sets the checksum of a journal row from what it holds (after an import's upsert, and for the
+/// rows of a store migrated to schema version 4).
+fn seal(conn: &Connection, session: i64, id: &str) -> Result<()> {
+    let crc = conn
         .prepare_cached(&format!(
             "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND id = ?2"
         ))?
-        .query_row(params![session, id], entry)
-        .optional()?)
+        .query_row(params![session, id], |r| {
+            let mut v = [ValueRef::Null; COVERED];
+            for (i, slot) in v.iter_mut().enumerate() {
+                *slot = r.get_ref(i)?;
+            }
+            Ok(checksum::sum(&v))
+        })
+        .optional()?;
+    if let Some(crc) = crc {
+        conn.prepare_cached("UPDATE tool_calls SET crc = ?1 WHERE session = ?2 AND id = ?3")?
+            .execute(params![crc as i64, session, id])?;
+    }
+    Ok(())
+}
+
+/// Computes the checksum of every journal row of a store that had none (the migration to schema
+/// version 4).
+pub(crate) fn seal_all(conn: &Connection) -> Result<()> {
+    let keys: Vec<(i64, String)> = conn
+        .prepare("SELECT session, id FROM tool_calls")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (session, id) in keys {
+        seal(conn, session, &id)?;
+    }
+    Ok(())
+}
+
+pub fn get(conn: &Connection, session: i64, id: &str) -> Result<Option<Entry>> {
+    Ok(entries(
+        conn,
+        &format!("SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND id = ?2"),
+        params![session, id],
+    )?
+    .pop())
 }
 
 /// Every call of a session, in the order they were made.
 pub fn list(conn: &Connection, session: i64) -> Result<Vec<Entry>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 ORDER BY call_seq, ord"
-    ))?;
-    let rows = stmt.query_map([session], entry)?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    entries(
+        conn,
+        &format!("SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 ORDER BY call_seq, ord"),
+        [session],
+    )
 }
 
 /// Calls of `tool_use` kind with no result in the history, in order.
 pub fn unanswered(conn: &Connection, session: i64) -> Result<Vec<Entry>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND result_seq IS NULL
-         AND kind = 'tool_use' ORDER BY call_seq, ord"
-    ))?;
-    let rows = stmt.query_map([session], entry)?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    entries(
+        conn,
+        &format!(
+            "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND result_seq IS NULL
+             AND kind = 'tool_use' ORDER BY call_seq, ord"
+        ),
+        [session],
+    )
 }
 
 /// Whether any result block of `facts` answers a call in the history. A user message whose
@@ -166,19 +311,39 @@ pub fn on_message(
         if denied_by_envelope && r.is_error {
             state = CallState::Denied;
         }
+        // Read (and checked) before it changes: the new checksum is of the new values.
+        let Some((e, outcome)) = get_raw(conn, session, &r.tool_use_id)? else {
+            continue;
+        };
+        if e.result_seq.is_some() {
+            continue;
+        }
+        // An outcome recorded first (e.g. denied) keeps its state; the message only places it.
+        let state = if outcome.is_none() && !is_repair {
+            state
+        } else {
+            e.state
+        };
+        let next = Sealed {
+            session,
+            e: &e,
+            state,
+            started_ms: e.started_ms,
+            ended_ms: Some(e.ended_ms.unwrap_or(now_ms)),
+            result_seq: Some(seq as i64),
+            outcome: outcome.as_deref(),
+        };
         conn.prepare_cached(
-            // An outcome recorded first (e.g. denied) keeps its state; the message only places it.
-            "UPDATE tool_calls SET state = CASE WHEN outcome IS NULL AND ?6 = 0 THEN ?1 ELSE state END,
-               result_seq = ?2, ended_ms = coalesce(ended_ms, ?3)
-             WHERE session = ?4 AND id = ?5 AND result_seq IS NULL",
+            "UPDATE tool_calls SET state = ?1, result_seq = ?2, ended_ms = ?3, crc = ?4
+             WHERE session = ?5 AND id = ?6",
         )?
         .execute(params![
             state.as_str(),
             seq as i64,
-            now_ms,
+            next.ended_ms,
+            next.sum(),
             session,
             r.tool_use_id,
-            is_repair
         ])?;
     }
     Ok(())
@@ -194,25 +359,58 @@ fn request(
 ) -> Result<()> {
     // The first record with a call id holds it: a later record repeating the id (a response
     // recorded twice) does not move the journal back.
+    let e = Entry {
+        id: call.id.clone(),
+        kind: call.kind.clone(),
+        name: call.name.clone(),
+        call_seq: seq,
+        ord,
+        state: CallState::Requested,
+        requested_ms: now_ms,
+        started_ms: None,
+        ended_ms: None,
+        result_seq: None,
+        outcome: None,
+    };
+    let crc = Sealed {
+        session,
+        e: &e,
+        state: CallState::Requested,
+        started_ms: None,
+        ended_ms: None,
+        result_seq: None,
+        outcome: None,
+    }
+    .sum();
     conn.prepare_cached(
-        "INSERT INTO tool_calls(session, id, kind, name, call_seq, ord, state, requested_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'requested', ?7) ON CONFLICT DO NOTHING",
+        "INSERT INTO tool_calls(session, id, kind, name, call_seq, ord, state, requested_ms, crc)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'requested', ?7, ?8) ON CONFLICT DO NOTHING",
     )?
     .execute(params![
-        session, call.id, call.kind, call.name, seq as i64, ord as i64, now_ms
+        session, call.id, call.kind, call.name, seq as i64, ord as i64, now_ms, crc
     ])?;
     Ok(())
 }
 
 /// Marks a call started: the side effect is about to happen.
 pub fn start(conn: &Connection, session: i64, id: &str, now_ms: i64) -> Result<()> {
-    let e = get(conn, session, id)?.ok_or_else(|| not_found(id))?;
+    let (e, outcome) = get_raw(conn, session, id)?.ok_or_else(|| not_found(id))?;
     match e.state {
         CallState::Requested => {
+            let crc = Sealed {
+                session,
+                e: &e,
+                state: CallState::Started,
+                started_ms: Some(now_ms),
+                ended_ms: e.ended_ms,
+                result_seq: e.result_seq.map(|s| s as i64),
+                outcome: outcome.as_deref(),
+            }
+            .sum();
             conn.prepare_cached(
-                "UPDATE tool_calls SET state = 'started', started_ms = ?1 WHERE session = ?2 AND id = ?3",
+                "UPDATE tool_calls SET state = 'started', started_ms = ?1, crc = ?2 WHERE session = ?3 AND id = ?4",
             )?
-            .execute(params![now_ms, session, id])?;
+            .execute(params![now_ms, crc, session, id])?;
             Ok(())
         }
         CallState::Started => Ok(()),
@@ -248,10 +446,20 @@ pub fn record_outcome(
         )));
     }
     let text = serde_json::to_string(outcome).map_err(|e| Error::InvalidInput(e.to_string()))?;
+    let crc = Sealed {
+        session,
+        e: &e,
+        state,
+        started_ms: e.started_ms,
+        ended_ms: Some(now_ms),
+        result_seq: e.result_seq.map(|s| s as i64),
+        outcome: Some(&text),
+    }
+    .sum();
     conn.prepare_cached(
-        "UPDATE tool_calls SET state = ?1, outcome = ?2, ended_ms = ?3 WHERE session = ?4 AND id = ?5",
+        "UPDATE tool_calls SET state = ?1, outcome = ?2, ended_ms = ?3, crc = ?4 WHERE session = ?5 AND id = ?6",
     )?
-    .execute(params![state.as_str(), text, now_ms, session, id])?;
+    .execute(params![state.as_str(), text, now_ms, crc, session, id])?;
     Ok(())
 }
 
@@ -282,7 +490,7 @@ pub fn import(conn: &Connection, session: i64, e: &Entry) -> Result<()> {
         e.result_seq.map(|s| s as i64),
         outcome
     ])?;
-    Ok(())
+    seal(conn, session, &e.id)
 }
 
 pub fn delete_session(conn: &Connection, session: i64) -> Result<()> {

@@ -23,9 +23,27 @@
 //! # }
 //! ```
 
+/// The columns of a record row, in the order its two checksums cover them: first what bulk reads
+/// need and `crc` covers (`content_columns!()`), then the rest and `meta_crc`; `written_ms` last.
+macro_rules! content_columns {
+    () => {
+        "id, msg_index, has_blobs, body, message, crc"
+    };
+}
+macro_rules! record_columns {
+    () => {
+        concat!(
+            content_columns!(),
+            ", uuid, parent_uuid, type, role, provider, timestamp, turn_start, response_key, \
+             input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, state, meta_crc, written_ms"
+        )
+    };
+}
+
 mod blob;
 mod branch;
 mod checkpoint;
+mod checksum;
 mod clock;
 mod compaction;
 mod context;
@@ -51,6 +69,7 @@ mod stream;
 mod txn;
 mod usage;
 mod validate;
+mod verify;
 mod write_order;
 
 pub use branch::Branch;
@@ -78,3 +97,4 @@ pub use store::{default_store_path, Store};
 pub use stream::{Assembler, Pushed};
 pub use usage::Usage;
 pub use validate::{validate_messages, Problem, ProblemCode};
+pub use verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};

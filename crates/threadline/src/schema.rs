@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// "THLN"
 pub const APPLICATION_ID: i64 = 0x5448_4C4E;
-pub const VERSION: i64 = 3;
+pub const VERSION: i64 = 4;
 pub const SEQ_BITS: u32 = 36;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a store from version i to i + 1.
@@ -93,7 +93,23 @@ ALTER TABLE sessions ADD COLUMN heartbeat_ms INTEGER;
 ALTER TABLE sessions ADD COLUMN write_seq INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_write_seq ON sessions(write_seq);
 "#,
+    // Checksums (checksum.rs): filled in for the rows already there by `checksum::fill`; the
+    // number of records of each session, so a log that lost its last records is told from a
+    // shorter one.
+    r#"
+ALTER TABLE records ADD COLUMN crc INTEGER;
+ALTER TABLE records ADD COLUMN meta_crc INTEGER;
+ALTER TABLE blobs ADD COLUMN crc INTEGER;
+ALTER TABLE tool_calls ADD COLUMN crc INTEGER;
+ALTER TABLE sessions ADD COLUMN records INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET records = coalesce(
+  (SELECT id - (sessions.num << 36) + 1 FROM records
+   WHERE id BETWEEN sessions.num << 36 AND (sessions.num << 36) + (1 << 36) - 1 ORDER BY id DESC LIMIT 1), 0);
+"#,
 ];
+
+/// The version whose migration adds checksums: the rows already stored get theirs computed.
+const CHECKSUMS: i64 = 4;
 
 /// Checks that `conn` is a Threadline store (or an empty file to make one) and migrates it.
 pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {
@@ -141,8 +157,12 @@ pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {
 fn migrate(conn: &Connection, from: i64) -> Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let run = || -> Result<()> {
-        for sql in &MIGRATIONS[from as usize..] {
+        for (to, sql) in (1..).zip(MIGRATIONS).skip(from as usize) {
             conn.execute_batch(sql)?;
+            if to == CHECKSUMS {
+                crate::checksum::fill(conn)?;
+                crate::journal::seal_all(conn)?;
+            }
         }
         conn.execute_batch(&format!(
             "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {VERSION};"

@@ -5,11 +5,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::blob::{self, Expander};
+use crate::checksum;
 use crate::clock;
 use crate::compaction;
 use crate::encode::{encode_envelope, MESSAGE_MARK};
@@ -274,7 +276,7 @@ impl Session {
         };
         let out = f(&mut w)?;
         if w.tail.next_seq != tail.next_seq {
-            crate::write_order::touch(conn, self.num)?;
+            crate::write_order::touch_records(conn, self.num, w.tail.next_seq)?;
         }
         Ok((out, w.tail, heartbeat))
     }
@@ -308,7 +310,7 @@ impl Session {
         let mut out = Vec::new();
         let mut from = Some(from_seq);
         while let Some(f) = from {
-            let page = read_page(conn, num, f, u64::MAX, PAGE_BYTES, Part::Envelope)?;
+            let page = read_page(conn, num, f, u64::MAX, PAGE_BYTES, Part::Envelope, false)?;
             out.extend(parse_page(&page)?);
             from = page.next;
         }
@@ -339,34 +341,51 @@ impl Session {
         let (lo, _) = schema::range(num);
         let start = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
         let hi = lo.saturating_add(to_seq.min(1 << SEQ_BITS) as i64);
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, uuid, provider, has_blobs, message FROM records
-             WHERE id BETWEEN ?1 AND ?2 AND msg_index IS NOT NULL ORDER BY id",
-        )?;
+        let mut stmt = conn.prepare_cached(concat!(
+            "SELECT ",
+            record_columns!(),
+            " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+        ))?;
         let mut rows = stmt.query([start, hi])?;
         let mut expander = Expander::new(conn);
         let mut out = Vec::new();
         let mut buf = Vec::new();
+        let mut expected = start;
         while let Some(row) = rows.next()? {
-            let has_blobs: bool = row.get(3)?;
-            let bytes = row
-                .get_ref(4)?
-                .as_blob()
-                .map_err(|e| Error::StoreCorrupt(e.to_string()))?;
+            let stored = checked(conn, num, lo, &mut expected, row, true)?;
+            if !stored.in_messages()? {
+                continue;
+            }
+            let seq = (stored.id() - lo) as u64;
+            let bytes = stored.message()?.unwrap_or(b"null");
             buf.clear();
-            if has_blobs {
-                expander.expand_into(&mut buf, bytes)?;
+            if stored.has_blobs()? {
+                expander
+                    .expand_into(&mut buf, bytes)
+                    .map_err(|e| in_record(conn, num, seq, e))?;
             } else {
                 buf.extend_from_slice(bytes);
             }
-            let message = serde_json::from_slice(&buf)
-                .map_err(|e| Error::StoreCorrupt(format!("a stored message is damaged: {e}")))?;
+            let message = serde_json::from_slice(&buf).map_err(|e| {
+                checksum::damaged(conn, num, seq, &format!("its message is not JSON: {e}"))
+            })?;
             out.push(ViewRecord {
-                seq: (row.get::<_, i64>(0)? - lo) as u64,
-                uuid: row.get(1)?,
-                provider: row.get(2)?,
+                seq,
+                uuid: stored
+                    .str(checksum::col::UUID)?
+                    .unwrap_or_default()
+                    .to_string(),
+                provider: stored.str(checksum::col::PROVIDER)?.map(str::to_string),
                 message,
             });
+        }
+        if expected <= hi {
+            return Err(checksum::damaged(
+                conn,
+                num,
+                (expected - lo) as u64,
+                "the record is missing",
+            ));
         }
         Ok(out)
     }
@@ -374,13 +393,27 @@ impl Session {
     /// The seq of the record with `uuid` in this session.
     pub(crate) fn seq_of(conn: &Connection, num: i64, uuid: &str) -> Result<Option<u64>> {
         let (lo, hi) = schema::range(num);
-        let id: Option<i64> = conn
-            .prepare_cached(
-                "SELECT id FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1",
-            )?
-            .query_row(params![uuid, lo, hi], |r| r.get(0))
-            .optional()?;
-        Ok(id.map(|i| (i - lo) as u64))
+        let mut stmt = conn.prepare_cached(concat!(
+            "SELECT ",
+            record_columns!(),
+            " FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1"
+        ))?;
+        let mut rows = stmt.query(params![uuid, lo, hi])?;
+        let Some(row) = rows.next()? else {
+            return Ok(None);
+        };
+        let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
+        let stored =
+            checksum::Stored::check(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+        if stored.str(checksum::col::UUID)? != Some(uuid) {
+            return Err(checksum::damaged(
+                conn,
+                num,
+                seq,
+                "the uuid index lists it under another uuid",
+            ));
+        }
+        Ok(Some(seq))
     }
 
     /// The envelopes of records `from_seq..=to_seq`.
@@ -393,7 +426,15 @@ impl Session {
         let mut out = Vec::new();
         let mut from = Some(from_seq);
         while let Some(f) = from.filter(|&f| f <= to_seq) {
-            let page = read_page(conn, num, f, to_seq - f + 1, PAGE_BYTES, Part::Envelope)?;
+            let page = read_page(
+                conn,
+                num,
+                f,
+                to_seq - f + 1,
+                PAGE_BYTES,
+                Part::Envelope,
+                true,
+            )?;
             out.extend(parse_page(&page)?);
             from = page.next;
         }
@@ -406,7 +447,7 @@ impl Session {
         num: i64,
         seq: u64,
     ) -> Result<Option<Map<String, Value>>> {
-        let page = read_page(conn, num, seq, 1, usize::MAX, Part::Envelope)?;
+        let page = read_page(conn, num, seq, 1, usize::MAX, Part::Envelope, false)?;
         Ok(match parse_page(&page)?.pop() {
             Some(Value::Object(o)) => Some(o),
             _ => None,
@@ -444,6 +485,9 @@ impl Session {
             }
         }
         let next = w.tail;
+        if next.next_seq != tail.next_seq {
+            crate::write_order::touch_records(&tx, self.num, next.next_seq)?;
+        }
         tx.commit()?;
         *tail = next;
         self.shared.claimed(self.num, heartbeat);
@@ -539,7 +583,7 @@ impl Writer<'_> {
         if let Some(f) = facts {
             let prior = match (&response_key, &tail.state.latest_key) {
                 (Some(k), Some(l)) if k == l => Some(tail.state.latest),
-                (Some(k), _) => prior_usage(conn, k, lo, hi)?,
+                (Some(k), _) => prior_usage(conn, k, this.num)?,
                 (None, _) => None,
             };
             let placed = tail.state.apply(&Step {
@@ -566,32 +610,47 @@ impl Writer<'_> {
         }
         let state =
             serde_json::to_string(&tail.state).map_err(|e| Error::StoreIo(e.to_string()))?;
-        conn.prepare_cached(
-            "INSERT INTO records(id, uuid, parent_uuid, type, role, provider, timestamp, written_ms, msg_index, turn_start,
-               response_key, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, state, has_blobs, body, message)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
-        )?
-        .execute(params![
-            id,
-            uuid,
-            d.str_field("parentUuid"),
-            d.record_type(),
-            role,
-            d.str_field("provider"),
-            d.str_field("timestamp").unwrap_or(&now.iso),
-            now.ms,
-            msg_index,
-            turn_start as i64,
-            usage.and(response_key.as_deref()),
-            usage.map(|u| u.input_tokens as i64),
-            usage.map(|u| u.output_tokens as i64),
-            usage.map(|u| u.cache_read_input_tokens as i64),
-            usage.map(|u| u.cache_creation_input_tokens as i64),
-            state,
-            enc.has_blobs() as i64,
-            enc.body,
-            enc.message,
-        ])?;
+        let response_key = usage.and(response_key.as_deref());
+        // In the order of `record_columns!()`: the checksums cover exactly what is stored.
+        let mut values: [ValueRef<'_>; checksum::col::ALL] = [
+            ValueRef::Integer(id),
+            int(msg_index),
+            ValueRef::Integer(enc.has_blobs() as i64),
+            ValueRef::Blob(&enc.body),
+            enc.message
+                .as_deref()
+                .map_or(ValueRef::Null, ValueRef::Blob),
+            ValueRef::Null, // crc
+            ValueRef::Text(uuid.as_bytes()),
+            text(d.str_field("parentUuid")),
+            ValueRef::Text(d.record_type().as_bytes()),
+            text(role),
+            text(d.str_field("provider")),
+            ValueRef::Text(d.str_field("timestamp").unwrap_or(&now.iso).as_bytes()),
+            ValueRef::Integer(turn_start as i64),
+            text(response_key),
+            int(usage.map(|u| u.input_tokens as i64)),
+            int(usage.map(|u| u.output_tokens as i64)),
+            int(usage.map(|u| u.cache_read_input_tokens as i64)),
+            int(usage.map(|u| u.cache_creation_input_tokens as i64)),
+            ValueRef::Text(state.as_bytes()),
+            ValueRef::Null, // meta_crc
+        ];
+        let (crc, meta) = checksum::record_sums(&values);
+        values[checksum::col::CRC] = ValueRef::Integer(crc as i64);
+        values[checksum::col::META_CRC] = ValueRef::Integer(meta as i64);
+        let written = ValueRef::Integer(now.ms);
+        conn.prepare_cached(concat!(
+            "INSERT INTO records(",
+            record_columns!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+        ))?
+        .execute(rusqlite::params_from_iter(
+            values
+                .iter()
+                .chain([&written])
+                .map(|v| rusqlite::types::ToSqlOutput::Borrowed(*v)),
+        ))?;
         blob::put(conn, id, &enc.blobs)?;
         if let Some(f) = facts.filter(|f| !f.calls.is_empty() || !f.results.is_empty()) {
             let denied = d.env.get("toolUseResult").and_then(Value::as_str)
@@ -615,7 +674,7 @@ impl Session {
         seq: u64,
         d: &Draft,
     ) -> Result<Option<Map<String, Value>>> {
-        let page = read_page(conn, self.num, seq, 1, usize::MAX, Part::Envelope)?;
+        let page = read_page(conn, self.num, seq, 1, usize::MAX, Part::Envelope, false)?;
         let Some(Value::Object(stored)) = parse_page(&page)?.pop() else {
             return Ok(None);
         };
@@ -680,6 +739,7 @@ impl Session {
                 seg_to - start + 1,
                 max_bytes,
                 Part::Message,
+                true,
             )?;
             if page.next.is_none() {
                 page.next = path.get(i + 1).map(|&(f, _)| f);
@@ -692,8 +752,16 @@ impl Session {
     /// One page of envelopes (every record) as a JSON array.
     pub fn envelopes_page(&self, from_seq: u64, limit: u64, max_bytes: usize) -> Result<Page> {
         let conn = self.conn().map_err(|e| e.during("envelopes"))?;
-        read_page(&conn, self.num, from_seq, limit, max_bytes, Part::Envelope)
-            .map_err(|e| e.during("envelopes"))
+        read_page(
+            &conn,
+            self.num,
+            from_seq,
+            limit,
+            max_bytes,
+            Part::Envelope,
+            false,
+        )
+        .map_err(|e| e.during("envelopes"))
     }
 
     /// The messages of the current context, in order: from the latest compaction (its summary
@@ -751,34 +819,51 @@ impl Session {
             let tail = self.synced_tail()?;
             let conn = self.conn()?;
             let (lo, hi) = schema::range(self.num);
-            let mut stmt = conn.prepare_cached(
-                "SELECT s.id, p.id, p.state FROM records s JOIN records p ON p.id = s.id - 1
-                 WHERE s.turn_start = 1 AND s.id BETWEEN ?1 AND ?2 ORDER BY s.id",
-            )?;
+            let starts: Vec<i64> = conn
+                .prepare_cached(
+                    "SELECT id FROM records WHERE turn_start = 1 AND id BETWEEN ?1 AND ?2 ORDER BY id",
+                )?
+                .query_map([lo, hi], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
             let path = tail
                 .next_seq
                 .checked_sub(1)
                 .map_or(Vec::new(), |last| tail.state.path(last));
             let on_path = |seq: u64| path.iter().any(|&(f, t)| f <= seq && seq <= t);
             let mut turns = Vec::new();
-            let rows = stmt.query_map([lo, hi], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })?;
-            for row in rows {
-                let (start, prev, text) = row?;
+            for start in starts {
+                let seq = (start - lo) as u64;
                 // A turn of the current branch ends where the next of its turns starts.
-                if !on_path((start - lo) as u64) || !on_path((prev - lo) as u64) {
+                if seq == 0 || !on_path(seq) || !on_path(seq - 1) {
                     continue;
                 }
-                if let Some(t) = parse_state(&text)?.current_turn() {
+                // The turn is in the state of the record before the start: both are checked.
+                let mut ended = None;
+                each_record(&conn, self.num, seq - 1, seq, |at, stored| {
+                    if at < seq {
+                        ended = state_of(&conn, self.num, at, stored)?.current_turn();
+                    } else if stored.int(checksum::col::TURN_START)? != Some(1) {
+                        return Err(checksum::damaged(
+                            &conn,
+                            self.num,
+                            at,
+                            "the index of turn starts lists it, but it starts no turn",
+                        ));
+                    }
+                    Ok(())
+                })?;
+                if let Some(t) = ended {
                     turns.push(t);
                 }
             }
             turns.extend(tail.state.current_turn());
+            // Turns are numbered in order: a gap is a turn start lost to damage.
+            if let Some((i, t)) = turns.iter().enumerate().find(|(i, t)| t.index != *i as u64) {
+                return Err(Error::StoreCorrupt(format!(
+                    "session '{}' is damaged: turn {i} is missing (the next stored is turn {})",
+                    self.id, t.index
+                )));
+            }
             Ok(turns)
         };
         run().map_err(|e| e.during("turns"))
@@ -876,45 +961,123 @@ fn restore_draft(item: Value) -> Result<Draft> {
     }
 }
 
-fn prior_usage(conn: &Connection, key: &str, lo: i64, hi: i64) -> Result<Option<Usage>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM records
-             WHERE response_key = ?1 AND id BETWEEN ?2 AND ?3 ORDER BY id DESC LIMIT 1",
-        )?
-        .query_row(params![key, lo, hi], |r| {
-            let g = |i| r.get::<_, Option<i64>>(i).map(|v| v.unwrap_or(0) as u64);
-            Ok(Usage { input_tokens: g(0)?, output_tokens: g(1)?, cache_read_input_tokens: g(2)?, cache_creation_input_tokens: g(3)? })
-        })
-        .optional()?)
-}
-
-fn parse_state(text: &str) -> Result<State> {
-    serde_json::from_str(text)
-        .map_err(|e| Error::StoreCorrupt(format!("a record's state is damaged: {e}")))
+fn prior_usage(conn: &Connection, key: &str, num: i64) -> Result<Option<Usage>> {
+    let (lo, hi) = schema::range(num);
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        record_columns!(),
+        " FROM records WHERE response_key = ?1 AND id BETWEEN ?2 AND ?3 ORDER BY id DESC LIMIT 1"
+    ))?;
+    let mut rows = stmt.query(params![key, lo, hi])?;
+    let Some(row) = rows.next()? else {
+        return Ok(None);
+    };
+    let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
+    let stored =
+        checksum::Stored::check(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+    let g =
+        |i| -> Result<u64> { Ok(stored.int(checksum::col::INPUT_TOKENS + i)?.unwrap_or(0) as u64) };
+    Ok(Some(Usage {
+        input_tokens: g(0)?,
+        output_tokens: g(1)?,
+        cache_read_input_tokens: g(2)?,
+        cache_creation_input_tokens: g(3)?,
+    }))
 }
 
 fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
     let (lo, hi) = schema::range(num);
-    type Row = (i64, String, i64, String, String, Option<String>);
-    let row: Option<Row> = conn
-        .prepare_cached("SELECT id, uuid, written_ms, state, type, parent_uuid FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1")?
-        .query_row([lo, hi], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        record_columns!(),
+        " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1"
+    ))?;
+    let mut rows = stmt.query([lo, hi])?;
+    let stored_count: Option<i64> = conn
+        .prepare_cached("SELECT records FROM sessions WHERE num = ?1")?
+        .query_row([num], |r| r.get(0))
         .optional()?;
-    Ok(match row {
-        None => Tail::default(),
-        Some((id, uuid, written, state, ty, parent)) => Tail {
-            next_seq: (id - lo) as u64 + 1,
-            // After a rewind, the next record continues from the record rewound to.
-            last_uuid: if ty == crate::branch::REWIND {
-                parent
-            } else {
-                Some(uuid)
-            },
-            last_written_ms: Some(written),
-            state: parse_state(&state)?,
+    let Some(row) = rows.next()? else {
+        if let Some(n) = stored_count.filter(|&n| n != 0) {
+            return Err(checksum::damaged(
+                conn,
+                num,
+                0,
+                &format!("the session has no records, but its row says {n}"),
+            ));
+        }
+        return Ok(Tail::default());
+    };
+    let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
+    if let Some(n) = stored_count.filter(|&n| n != seq as i64 + 1) {
+        let why = if n > seq as i64 + 1 {
+            format!("the session's last records are missing (its row says {n} records, the last stored is seq {seq})")
+        } else {
+            format!("the session's row says it has {n} records, but seq {seq} is stored")
+        };
+        return Err(checksum::damaged(conn, num, seq, &why));
+    }
+    let stored =
+        checksum::Stored::check(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+    let written: i64 = row.get(checksum::col::WRITTEN_MS)?;
+    let uuid = stored.str(checksum::col::UUID)?.unwrap_or_default();
+    let parent = stored.str(checksum::col::PARENT)?;
+    let ty = stored.str(checksum::col::TYPE)?.unwrap_or_default();
+    Ok(Tail {
+        next_seq: seq + 1,
+        // After a rewind, the next record continues from the record rewound to.
+        last_uuid: if ty == crate::branch::REWIND {
+            parent.map(str::to_string)
+        } else {
+            Some(uuid.to_string())
         },
+        last_written_ms: Some(written),
+        state: state_of(conn, num, seq, &stored)?,
     })
+}
+
+/// The state stored with a checked record.
+pub(crate) fn state_of(
+    conn: &Connection,
+    num: i64,
+    seq: u64,
+    stored: &checksum::Stored<'_>,
+) -> Result<State> {
+    serde_json::from_str(stored.state()?)
+        .map_err(|e| checksum::damaged(conn, num, seq, &format!("its state is not valid: {e}")))
+}
+
+/// Calls `f` with each record `from_seq..=to_seq`, each checked; every one of them must be there.
+pub(crate) fn each_record(
+    conn: &Connection,
+    num: i64,
+    from_seq: u64,
+    to_seq: u64,
+    mut f: impl FnMut(u64, &checksum::Stored<'_>) -> Result<()>,
+) -> Result<()> {
+    let (lo, _) = schema::range(num);
+    let start = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
+    let end = lo.saturating_add(to_seq.min(1 << SEQ_BITS) as i64);
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        record_columns!(),
+        " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+    ))?;
+    let mut rows = stmt.query([start, end])?;
+    let mut expected = start;
+    while let Some(row) = rows.next()? {
+        let stored = checked(conn, num, lo, &mut expected, row, true)?;
+        f((stored.id() - lo) as u64, &stored)?;
+    }
+    if expected <= end {
+        return Err(checksum::damaged(
+            conn,
+            num,
+            (expected - lo) as u64,
+            "the record is missing",
+        ));
+    }
+    Ok(())
 }
 
 /// When a session was last written, for listing: most recent first is the greatest. The time
@@ -929,39 +1092,71 @@ pub(crate) struct Recency {
 /// A session's metadata and when it was last written, for sorting.
 pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, Recency)> {
     let tail = load_tail(conn, num)?;
-    conn.prepare_cached(
-        "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, metadata, forked_from, write_seq
-         FROM sessions WHERE num = ?1",
-    )?
-    .query_row([num], |r| {
-        let status: String = r.get(5)?;
-        let created: i64 = r.get(6)?;
-        let updated = r.get::<_, i64>(7)?.max(tail.last_written_ms.unwrap_or(0));
-        let metadata: Option<String> = r.get(9)?;
-        let forked: Option<String> = r.get(10)?;
-        Ok((
-            SessionInfo {
+    /// The row's fields that need parsing, as stored.
+    struct Raw {
+        status: String,
+        window: Option<i64>,
+        metadata: Option<String>,
+        forked: Option<String>,
+    }
+    let row = conn
+        .prepare_cached(
+            "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, metadata, forked_from, write_seq
+             FROM sessions WHERE num = ?1",
+        )?
+        .query_row([num], |r| {
+            let created: i64 = r.get(6)?;
+            let updated = r.get::<_, i64>(7)?.max(tail.last_written_ms.unwrap_or(0));
+            let info = SessionInfo {
                 id: r.get(0)?,
                 project: r.get(1)?,
                 title: r.get(2)?,
                 provider: r.get(3)?,
                 model: r.get(4)?,
-                status: Status::parse(&status).unwrap_or(Status::Active),
+                status: Status::Active,
                 created_at: clock::iso_from_ms(created),
                 updated_at: clock::iso_from_ms(updated),
                 message_count: tail.state.messages,
-                context_window: r.get::<_, Option<i64>>(8)?.map(|w| w as u64),
-                forked_from: forked.and_then(|f| serde_json::from_str::<ForkedFrom>(&f).ok()),
-                metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()),
-            },
-            Recency {
+                context_window: None,
+                forked_from: None,
+                metadata: None,
+            };
+            let raw = Raw {
+                status: r.get(5)?,
+                window: r.get(8)?,
+                metadata: r.get(9)?,
+                forked: r.get(10)?,
+            };
+            let recency = Recency {
                 write_seq: r.get(11)?,
                 updated_ms: updated,
-            },
+            };
+            Ok((info, raw, recency))
+        })
+        .optional()?;
+    let Some((mut info, raw, recency)) = row else {
+        return Err(Error::NotFound("the session was deleted".into()));
+    };
+    let bad = |what: &str| {
+        Error::StoreCorrupt(format!(
+            "the row of session '{}' is damaged: its {what} does not parse",
+            info.id
         ))
-    })
-    .optional()?
-    .ok_or_else(|| Error::NotFound("the session was deleted".into()))
+    };
+    info.status = Status::parse(&raw.status).ok_or_else(|| bad("status"))?;
+    info.context_window = raw
+        .window
+        .map(|w| u64::try_from(w).map_err(|_| bad("context_window")))
+        .transpose()?;
+    info.forked_from = raw
+        .forked
+        .map(|f| serde_json::from_str::<ForkedFrom>(&f).map_err(|_| bad("forked_from")))
+        .transpose()?;
+    info.metadata = raw
+        .metadata
+        .map(|m| serde_json::from_str(&m).map_err(|_| bad("metadata")))
+        .transpose()?;
+    Ok((info, recency))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -977,6 +1172,7 @@ fn read_page(
     limit: u64,
     max_bytes: usize,
     part: Part,
+    whole: bool,
 ) -> Result<Page> {
     let (lo, hi) = schema::range(num);
     let start = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
@@ -985,22 +1181,27 @@ fn read_page(
             .saturating_add(limit.min(1 << SEQ_BITS) as i64)
             .saturating_sub(1),
     );
-    let sql = match part {
-        Part::Message => "SELECT id, has_blobs, message, NULL FROM records WHERE id BETWEEN ?1 AND ?2 AND msg_index IS NOT NULL ORDER BY id",
-        Part::Envelope => "SELECT id, has_blobs, message, body FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
-    };
+    // Every record of the range is read and checked, messages or not: a record whose
+    // `msg_index` was damaged is found, not skipped, and a gap in the seqs is a missing record.
+    // One statement reads about STATEMENT_BYTES, then the next continues where it stopped: a
+    // statement holds a read snapshot, which keeps a log restart waiting while it is open.
     let mut json = Vec::with_capacity(max_bytes.min(1 << 20) + 1024);
     let mut expander = Expander::new(conn);
     let mut next = None;
+    let mut expected = start;
     json.push(b'[');
     let mut first = true;
     let mut from = start;
     'statements: loop {
-        let mut stmt = conn.prepare_cached(sql)?;
+        let mut stmt = conn.prepare_cached(concat!(
+            "SELECT ",
+            content_columns!(),
+            " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+        ))?;
         let mut rows = stmt.query([from, end])?;
         let begun = json.len();
         while let Some(row) = rows.next()? {
-            let id: i64 = row.get(0)?;
+            let id: i64 = row.get(checksum::col::ID)?;
             if json.len() >= max_bytes {
                 next = Some((id - lo) as u64);
                 break 'statements;
@@ -1009,41 +1210,54 @@ fn read_page(
                 from = id;
                 continue 'statements;
             }
-            append_row(&mut json, &mut first, row, part, &mut expander)?;
+            let stored = checked(conn, num, lo, &mut expected, row, false)?;
+            if part == Part::Message && !stored.in_messages()? {
+                continue;
+            }
+            if !first {
+                json.push(b',');
+            }
+            first = false;
+            append_stored(&mut json, &stored, part, &mut expander, conn, num, lo)?;
         }
         break;
     }
     json.push(b']');
+    // A range known to be stored whole (a segment of the branch, up to the session's last
+    // record): stopping short is a missing record.
+    if whole && next.is_none() && expected <= end {
+        return Err(checksum::damaged(
+            conn,
+            num,
+            (expected - lo) as u64,
+            "the record is missing",
+        ));
+    }
     Ok(Page { json, next })
 }
 
-/// Appends a row of `read_page`'s query to the JSON array being built.
-fn append_row(
+/// Appends a checked record of `read_page` to the JSON array being built.
+fn append_stored(
     json: &mut Vec<u8>,
-    first: &mut bool,
-    row: &rusqlite::Row,
+    stored: &checksum::Stored,
     part: Part,
     expander: &mut Expander,
+    conn: &Connection,
+    num: i64,
+    lo: i64,
 ) -> Result<()> {
-    if !*first {
-        json.push(b',');
-    }
-    *first = false;
-    let has_blobs: bool = row.get(1)?;
-    let message = row
-        .get_ref(2)?
-        .as_blob_or_null()
-        .map_err(|e| Error::StoreCorrupt(e.to_string()))?;
+    let id = stored.id();
+    let has_blobs = stored.has_blobs()?;
+    let message = stored.message()?;
     let text: &[u8] = match part {
         Part::Message => message.unwrap_or(b"null"),
-        Part::Envelope => row
-            .get_ref(3)?
-            .as_blob()
-            .map_err(|e| Error::StoreCorrupt(e.to_string()))?,
+        Part::Envelope => stored.body()?,
     };
-    let splice = |out: &mut Vec<u8>, bytes: &[u8], ex: &mut Expander| -> Result<()> {
+    let mut splice = |out: &mut Vec<u8>, bytes: &[u8]| -> Result<()> {
         if has_blobs {
-            ex.expand_into(out, bytes)
+            expander
+                .expand_into(out, bytes)
+                .map_err(|e| in_record(conn, num, (id - lo) as u64, e))
         } else {
             out.extend_from_slice(bytes);
             Ok(())
@@ -1051,13 +1265,58 @@ fn append_row(
     };
     match (part, message, text.iter().position(|&b| b == MESSAGE_MARK)) {
         (Part::Envelope, Some(m), Some(at)) => {
-            splice(json, &text[..at], expander)?;
-            splice(json, m, expander)?;
-            splice(json, &text[at + 1..], expander)?;
+            splice(json, &text[..at])?;
+            splice(json, m)?;
+            splice(json, &text[at + 1..])?;
         }
-        _ => splice(json, text, expander)?,
+        _ => splice(json, text)?,
     }
     Ok(())
+}
+
+fn text(t: Option<&str>) -> ValueRef<'_> {
+    t.map_or(ValueRef::Null, |t| ValueRef::Text(t.as_bytes()))
+}
+
+fn int(i: Option<i64>) -> ValueRef<'static> {
+    i.map_or(ValueRef::Null, ValueRef::Integer)
+}
+
+/// Checks a row read with `record_columns!()` (`all`: both checksums) or `content_columns!()`
+/// (its content's), and that it is the record expected next (no seq between is missing).
+fn checked<'r>(
+    conn: &Connection,
+    num: i64,
+    lo: i64,
+    expected: &mut i64,
+    row: &'r rusqlite::Row<'_>,
+    all: bool,
+) -> Result<checksum::Stored<'r>> {
+    let id: i64 = row.get(checksum::col::ID)?;
+    if id != *expected {
+        let missing = (*expected - lo) as u64;
+        return Err(checksum::damaged(
+            conn,
+            num,
+            missing,
+            &format!("the record is missing (the next stored is seq {})", id - lo),
+        ));
+    }
+    *expected += 1;
+    let stored = if all {
+        checksum::Stored::check(row)
+    } else {
+        checksum::Stored::check_content(row)
+    };
+    stored.map_err(|why| checksum::damaged(conn, num, (id - lo) as u64, &why))
+}
+
+/// A STORE_CORRUPT error found while reading record `seq` (a damaged blob), naming the record.
+fn in_record(conn: &Connection, num: i64, seq: u64, e: Error) -> Error {
+    match e {
+        Error::StoreCorrupt(m) => checksum::damaged(conn, num, seq, &m),
+        other => other,
+    }
 }
 
 fn parse_page(page: &Page) -> Result<Vec<Value>> {

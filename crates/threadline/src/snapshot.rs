@@ -21,7 +21,7 @@ pub const VERSION: u64 = 1;
 /// The session's row as a snapshot carries it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Row {
+pub(crate) struct Row {
     id: String,
     project: Option<String>,
     title: Option<String>,
@@ -51,6 +51,14 @@ impl Session {
             let conn = self.conn()?;
             let tx = Txn::deferred(&conn)?;
             let row = read_row(&tx, self.num)?;
+            // A row no session could have is damage here, not an invalid snapshot.
+            check_row(&row).map_err(|e| {
+                Error::StoreCorrupt(format!(
+                    "the row of session '{}' is damaged: {}",
+                    row.id,
+                    e.message()
+                ))
+            })?;
             let records = Session::records_from(&tx, self.num, 0)?
                 .into_iter()
                 .filter_map(|r| match r {
@@ -193,7 +201,7 @@ fn unseal(text: &str) -> Result<Body> {
     serde_json::from_value(body.clone()).map_err(|e| invalid(format!("body: {e}")))
 }
 
-fn read_row(conn: &rusqlite::Connection, num: i64) -> Result<Row> {
+pub(crate) fn read_row(conn: &rusqlite::Connection, num: i64) -> Result<Row> {
     Ok(conn.query_row(
         "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from
          FROM sessions WHERE num = ?1",
@@ -218,7 +226,7 @@ fn read_row(conn: &rusqlite::Connection, num: i64) -> Result<Row> {
 }
 
 /// A sealed snapshot can still carry a row no session could have: refuse it.
-fn check_row(r: &Row) -> Result<()> {
+pub(crate) fn check_row(r: &Row) -> Result<()> {
     let bad = |field: &str, why: &str| Err(invalid(format!("session.{field}: {why}")));
     if r.id.is_empty() {
         return bad("id", "must not be empty");

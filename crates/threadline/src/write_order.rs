@@ -16,3 +16,13 @@ pub(crate) fn touch(conn: &Connection, num: i64) -> Result<()> {
     .execute([num])?;
     Ok(())
 }
+
+/// Like `touch`, after a write that added records: the session's row also notes how many records
+/// it has now, so a read can tell a log that lost its last records (damage) from a shorter one.
+pub(crate) fn touch_records(conn: &Connection, num: i64, records: u64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE sessions SET write_seq = (SELECT coalesce(max(write_seq), 0) + 1 FROM sessions), records = ?2 WHERE num = ?1",
+    )?
+    .execute([num, records as i64])?;
+    Ok(())
+}
