@@ -17,7 +17,7 @@ const { lib, tmpDir } = require('./helpers/util')
 const { Store } = lib
 const WRITER = path.join(__dirname, 'helpers', 'wal-writer.js')
 const READER = path.join(__dirname, 'helpers', 'wal-reader.js')
-const BOUND = 32 << 20 // docs/recovery.md, "Durability"
+const BOUND = 48 << 20 // docs/recovery.md, "Durability"
 const MiB = (n) => (n / 1048576).toFixed(1)
 
 function mulberry32(seed) {
