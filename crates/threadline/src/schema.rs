@@ -154,10 +154,18 @@ pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {
     migrate(conn, version)
 }
 
-fn migrate(conn: &Connection, from: i64) -> Result<()> {
+fn migrate(conn: &Connection, seen: i64) -> Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let run = || -> Result<()> {
-        for (to, sql) in (1..).zip(MIGRATIONS).skip(from as usize) {
+        // Read again under the write lock: another process opening the same new or old store at
+        // the same moment may have migrated it since `seen` was read.
+        let from: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if from != seen && !(0..=VERSION).contains(&from) {
+            return Err(Error::StoreVersion(format!(
+                "the store has schema version {from}, newer than this library's {VERSION}: upgrade threadline"
+            )));
+        }
+        for (to, sql) in (1..).zip(MIGRATIONS).skip(from.max(0) as usize) {
             conn.execute_batch(sql)?;
             if to == CHECKSUMS {
                 crate::checksum::fill(conn)?;
