@@ -974,6 +974,10 @@ export declare class Store {
   /**
    * Closes the store. Every later use of it, or of a session opened from it, throws `CLOSED`
    * (a session's `id` stays readable). Sessions this process held for writing are released.
+   * Close a store you are done with: one dropped without `close()` keeps its two file handles and
+   * its checkpoint thread until the garbage collector finalizes it, and while another store on
+   * the same file is open in the process, SQLite keeps even finalized handles of that file open
+   * for reuse (POSIX locks belong to the process).
    */
   close(): void
 
