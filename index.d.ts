@@ -1354,6 +1354,10 @@ export interface ContextStats {
   calibrated: boolean
   previewed: Array<{ toolUseId: string; chars: number; shownChars: number }>
   droppedThinking: number
+  /**
+   * tool_use / tool_result blocks left out of the request: a counterpart not in the context, a
+   * second use of one id or a second result, or before the first user message
+   */
   unpaired: Array<{ type: string; id: string }>
   /** what the target cannot express (thinking for OpenAI, ...), with paths into the stored messages */
   warnings: ConvertWarning[]

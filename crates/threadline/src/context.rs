@@ -502,7 +502,7 @@ fn pair(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
 }
 
 fn pair_once(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
-    let msgs = drop_leading_assistant(msgs);
+    let msgs = drop_leading(msgs, stats);
     let ids = |m: &Msg, ty: &str, key: &str| -> Vec<String> {
         blocks(&m.message)
             .iter()
@@ -571,16 +571,35 @@ fn pair_once(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
         }
     }
     // Leaving messages out can put two of one role side by side again.
-    drop_leading_assistant(merge(out))
+    drop_leading(merge(out), stats)
 }
 
-/// A request starts with a user message.
-fn drop_leading_assistant(mut msgs: Vec<Msg>) -> Vec<Msg> {
+/// A request starts with a user message, and its results have no call before them: what comes
+/// before the first user message with something besides results goes (in one step: one by one,
+/// each assistant message left out would orphan the results after it, over and over).
+fn drop_leading(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
     let lead = msgs
         .iter()
-        .position(|m| m.message.get("role").and_then(Value::as_str) == Some("user"))
+        .position(|m| {
+            m.message.get("role").and_then(Value::as_str) == Some("user")
+                && blocks(&m.message)
+                    .iter()
+                    .any(|b| block_type(b) != "tool_result")
+        })
         .unwrap_or(msgs.len());
-    msgs.drain(..lead);
+    for m in msgs.drain(..lead) {
+        for b in blocks(&m.message) {
+            let id = match block_type(b) {
+                "tool_use" => b.get("id"),
+                "tool_result" => b.get("tool_use_id"),
+                _ => continue,
+            };
+            let id = id.and_then(Value::as_str).unwrap_or_default();
+            stats
+                .unpaired
+                .push(json!({"type": block_type(b), "id": id}));
+        }
+    }
     msgs
 }
 

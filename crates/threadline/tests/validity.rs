@@ -6,7 +6,7 @@
 //! forks, records out of the context, a restored start; each built for all three targets under
 //! varied budgets and reasoning modes.
 //!
-//! `THREADLINE_VALIDITY_CASES` sets the number of histories (default 10,000, each built 12 times: 120,000 requests).
+//! `THREADLINE_VALIDITY_CASES` sets the number of histories (default 6,000, each built 12 times: 72,000 requests).
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -551,7 +551,7 @@ fn cases() -> u32 {
     std::env::var("THREADLINE_VALIDITY_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000)
+        .unwrap_or(6_000)
 }
 
 #[test]
@@ -668,4 +668,42 @@ fn an_empty_string_prompt_is_refused_with_its_path() {
     s.append(json!({"role": "user", "content": [{"type": "text", "text": ""}, {"type": "text", "text": "hi"}]}), None)
         .unwrap();
     assert_eq!(s.messages().unwrap()[0]["content"][0]["text"], "");
+}
+
+/// A long transcript cut inside a tool loop (no prompt at all): everything before the first
+/// prompt goes in one step, not one message pair per pass over the whole list.
+#[test]
+fn a_long_tool_loop_with_no_prompt_is_left_out_in_linear_time() {
+    let s = Session::in_memory(SessionOptions::default()).unwrap();
+    let mut items = Vec::new();
+    for k in 0..4000 {
+        let id = format!("toolu_{k}");
+        items.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "ls", "input": {}}]}));
+        items.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "ok"}]}));
+    }
+    items.push(json!({"role": "user", "content": [{"type": "text", "text": "now this"}]}));
+    s.restore_messages(items).unwrap();
+    let started = std::time::Instant::now();
+    for target in [
+        Target::Anthropic,
+        Target::OpenAiChat,
+        Target::OpenAiResponses,
+    ] {
+        let c = s
+            .build_context(&ContextOptions {
+                target,
+                max_tokens: None,
+                max_messages: None,
+                system: None,
+                tool_result_preview_chars: None,
+                reasoning: Reasoning::Keep,
+                model: None,
+            })
+            .unwrap();
+        assert!(problems(target, &c.messages).is_empty());
+        assert_eq!(c.messages.len(), 1, "{target:?}");
+        assert_eq!(c.stats.unpaired.len(), 8000);
+    }
+    let took = started.elapsed();
+    assert!(took.as_secs() < 20, "{took:?}");
 }
