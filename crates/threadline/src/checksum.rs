@@ -100,10 +100,11 @@ pub(crate) fn sum(values: &[ValueRef<'_>]) -> u32 {
     h.finalize()
 }
 
-/// A record row whose checksums matched: its values are the ones written. `meta`: the row was
-/// read with `record_columns!()` and both checksums checked; else only its content was.
+/// A record row whose checksums matched: its values are the ones written. `content`, `meta`:
+/// which of its two checksums was checked (and so which columns may be used).
 pub(crate) struct Stored<'r> {
     v: [ValueRef<'r>; col::ALL],
+    content: bool,
     meta: bool,
 }
 
@@ -116,7 +117,26 @@ impl<'r> Stored<'r> {
             *slot = row.get_ref(i).map_err(|e| e.to_string())?;
         }
         compare(v[col::CRC], content_sum(&v), "")?;
-        Ok(Stored { v, meta: false })
+        Ok(Stored {
+            v,
+            content: true,
+            meta: false,
+        })
+    }
+
+    /// Reads a row selected with `meta_columns!()` and checks `meta_crc`.
+    pub fn check_meta(row: &'r Row<'_>) -> std::result::Result<Stored<'r>, String> {
+        let mut v = [ValueRef::Null; col::ALL];
+        v[col::ID] = row.get_ref(col::ID).map_err(|e| e.to_string())?;
+        for (i, slot) in v.iter_mut().enumerate().skip(col::CONTENT) {
+            *slot = row.get_ref(i).map_err(|e| e.to_string())?;
+        }
+        compare(v[col::META_CRC], meta_sum(&v), " of its other columns")?;
+        Ok(Stored {
+            v,
+            content: false,
+            meta: true,
+        })
     }
 
     /// Reads a row selected with `record_columns!()` and checks both checksums.
@@ -127,7 +147,11 @@ impl<'r> Stored<'r> {
         }
         compare(v[col::CRC], content_sum(&v), "")?;
         compare(v[col::META_CRC], meta_sum(&v), " of its other columns")?;
-        Ok(Stored { v, meta: true })
+        Ok(Stored {
+            v,
+            content: true,
+            meta: true,
+        })
     }
 
     pub fn id(&self) -> i64 {
@@ -138,7 +162,14 @@ impl<'r> Stored<'r> {
     }
 
     fn value(&self, i: usize) -> Result<ValueRef<'r>> {
-        if i >= col::CONTENT && !self.meta {
+        let checked = if i == col::ID {
+            true
+        } else if i < col::CONTENT {
+            self.content
+        } else {
+            self.meta
+        };
+        if !checked {
             return Err(Error::StoreCorrupt(
                 "a column was read whose checksum was not checked".into(),
             ));

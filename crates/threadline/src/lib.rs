@@ -30,6 +30,14 @@ macro_rules! content_columns {
         "id, msg_index, has_blobs, body, message, crc"
     };
 }
+/// `record_columns!()` with NULL for the content columns, which its reader does not need (the
+/// positions stay those of `record_columns!()`).
+macro_rules! meta_columns {
+    () => {
+        "id, NULL, NULL, NULL, NULL, NULL, uuid, parent_uuid, type, role, provider, timestamp, turn_start, \
+         response_key, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, state, meta_crc, written_ms"
+    };
+}
 macro_rules! record_columns {
     () => {
         concat!(

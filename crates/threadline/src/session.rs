@@ -352,7 +352,7 @@ impl Session {
         let mut buf = Vec::new();
         let mut expected = start;
         while let Some(row) = rows.next()? {
-            let stored = checked(conn, num, lo, &mut expected, row, true)?;
+            let stored = checked(conn, num, lo, &mut expected, row, Check::All)?;
             if !stored.in_messages()? {
                 continue;
             }
@@ -395,7 +395,7 @@ impl Session {
         let (lo, hi) = schema::range(num);
         let mut stmt = conn.prepare_cached(concat!(
             "SELECT ",
-            record_columns!(),
+            meta_columns!(),
             " FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1"
         ))?;
         let mut rows = stmt.query(params![uuid, lo, hi])?;
@@ -403,8 +403,8 @@ impl Session {
             return Ok(None);
         };
         let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
-        let stored =
-            checksum::Stored::check(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+        let stored = checksum::Stored::check_meta(row)
+            .map_err(|why| checksum::damaged(conn, num, seq, &why))?;
         if stored.str(checksum::col::UUID)? != Some(uuid) {
             return Err(checksum::damaged(
                 conn,
@@ -819,42 +819,52 @@ impl Session {
             let tail = self.synced_tail()?;
             let conn = self.conn()?;
             let (lo, hi) = schema::range(self.num);
-            let starts: Vec<i64> = conn
-                .prepare_cached(
-                    "SELECT id FROM records WHERE turn_start = 1 AND id BETWEEN ?1 AND ?2 ORDER BY id",
-                )?
-                .query_map([lo, hi], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
             let path = tail
                 .next_seq
                 .checked_sub(1)
                 .map_or(Vec::new(), |last| tail.state.path(last));
             let on_path = |seq: u64| path.iter().any(|&(f, t)| f <= seq && seq <= t);
+            // Every turn start and the record before it (whose state holds the turn that ends
+            // there), in one read, each checked.
+            let mut stmt = conn.prepare_cached(concat!(
+                "SELECT ",
+                meta_columns!(),
+                " FROM records WHERE id IN (
+                   SELECT id FROM records WHERE turn_start = 1 AND id BETWEEN ?1 AND ?2
+                   UNION SELECT id - 1 FROM records WHERE turn_start = 1 AND id BETWEEN ?1 AND ?2)
+                 ORDER BY id"
+            ))?;
+            let mut rows = stmt.query([lo, hi])?;
             let mut turns = Vec::new();
-            for start in starts {
-                let seq = (start - lo) as u64;
+            // the record before the current one, if it was read: its seq and its state's text
+            let mut prev: Option<(u64, String)> = None;
+            while let Some(row) = rows.next()? {
+                let id: i64 = row.get(checksum::col::ID)?;
+                let seq = (id - lo) as u64;
+                let stored = checksum::Stored::check_meta(row)
+                    .map_err(|why| checksum::damaged(&conn, self.num, seq, &why))?;
+                let starts = stored.int(checksum::col::TURN_START)? == Some(1);
                 // A turn of the current branch ends where the next of its turns starts.
-                if seq == 0 || !on_path(seq) || !on_path(seq - 1) {
-                    continue;
-                }
-                // The turn is in the state of the record before the start: both are checked.
-                let mut ended = None;
-                each_record(&conn, self.num, seq - 1, seq, |at, stored| {
-                    if at < seq {
-                        ended = state_of(&conn, self.num, at, stored)?.current_turn();
-                    } else if stored.int(checksum::col::TURN_START)? != Some(1) {
+                if starts && seq > 0 && on_path(seq) && on_path(seq - 1) {
+                    let Some((_, state)) = prev.as_ref().filter(|(p, _)| *p + 1 == seq) else {
                         return Err(checksum::damaged(
                             &conn,
                             self.num,
-                            at,
-                            "the index of turn starts lists it, but it starts no turn",
+                            seq - 1,
+                            "the record is missing",
                         ));
-                    }
-                    Ok(())
-                })?;
-                if let Some(t) = ended {
-                    turns.push(t);
+                    };
+                    let ended: State = serde_json::from_str(state).map_err(|e| {
+                        checksum::damaged(
+                            &conn,
+                            self.num,
+                            seq - 1,
+                            &format!("its state is not valid: {e}"),
+                        )
+                    })?;
+                    turns.extend(ended.current_turn());
                 }
+                prev = Some((seq, stored.state()?.to_string()));
             }
             turns.extend(tail.state.current_turn());
             // Turns are numbered in order: a gap is a turn start lost to damage.
@@ -965,7 +975,7 @@ fn prior_usage(conn: &Connection, key: &str, num: i64) -> Result<Option<Usage>> 
     let (lo, hi) = schema::range(num);
     let mut stmt = conn.prepare_cached(concat!(
         "SELECT ",
-        record_columns!(),
+        meta_columns!(),
         " FROM records WHERE response_key = ?1 AND id BETWEEN ?2 AND ?3 ORDER BY id DESC LIMIT 1"
     ))?;
     let mut rows = stmt.query(params![key, lo, hi])?;
@@ -974,7 +984,7 @@ fn prior_usage(conn: &Connection, key: &str, num: i64) -> Result<Option<Usage>> 
     };
     let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
     let stored =
-        checksum::Stored::check(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+        checksum::Stored::check_meta(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
     let g =
         |i| -> Result<u64> { Ok(stored.int(checksum::col::INPUT_TOKENS + i)?.unwrap_or(0) as u64) };
     Ok(Some(Usage {
@@ -986,10 +996,22 @@ fn prior_usage(conn: &Connection, key: &str, num: i64) -> Result<Option<Usage>> 
 }
 
 fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
+    // The last record and the session's record count are compared: both from one snapshot, even
+    // while another process appends.
+    if conn.is_autocommit() {
+        let tx = Txn::deferred(conn)?;
+        let tail = load_tail_in(&tx, num)?;
+        tx.commit()?;
+        return Ok(tail);
+    }
+    load_tail_in(conn, num)
+}
+
+fn load_tail_in(conn: &Connection, num: i64) -> Result<Tail> {
     let (lo, hi) = schema::range(num);
     let mut stmt = conn.prepare_cached(concat!(
         "SELECT ",
-        record_columns!(),
+        meta_columns!(),
         " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1"
     ))?;
     let mut rows = stmt.query([lo, hi])?;
@@ -1018,7 +1040,7 @@ fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
         return Err(checksum::damaged(conn, num, seq, &why));
     }
     let stored =
-        checksum::Stored::check(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+        checksum::Stored::check_meta(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
     let written: i64 = row.get(checksum::col::WRITTEN_MS)?;
     let uuid = stored.str(checksum::col::UUID)?.unwrap_or_default();
     let parent = stored.str(checksum::col::PARENT)?;
@@ -1047,7 +1069,8 @@ pub(crate) fn state_of(
         .map_err(|e| checksum::damaged(conn, num, seq, &format!("its state is not valid: {e}")))
 }
 
-/// Calls `f` with each record `from_seq..=to_seq`, each checked; every one of them must be there.
+/// Calls `f` with each record `from_seq..=to_seq` (read with `meta_columns!()`, its state and
+/// indexed fields checked); every one of them must be there.
 pub(crate) fn each_record(
     conn: &Connection,
     num: i64,
@@ -1060,13 +1083,13 @@ pub(crate) fn each_record(
     let end = lo.saturating_add(to_seq.min(1 << SEQ_BITS) as i64);
     let mut stmt = conn.prepare_cached(concat!(
         "SELECT ",
-        record_columns!(),
+        meta_columns!(),
         " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
     ))?;
     let mut rows = stmt.query([start, end])?;
     let mut expected = start;
     while let Some(row) = rows.next()? {
-        let stored = checked(conn, num, lo, &mut expected, row, true)?;
+        let stored = checked(conn, num, lo, &mut expected, row, Check::Meta)?;
         f((stored.id() - lo) as u64, &stored)?;
     }
     if expected <= end {
@@ -1210,7 +1233,7 @@ fn read_page(
                 from = id;
                 continue 'statements;
             }
-            let stored = checked(conn, num, lo, &mut expected, row, false)?;
+            let stored = checked(conn, num, lo, &mut expected, row, Check::Content)?;
             if part == Part::Message && !stored.in_messages()? {
                 continue;
             }
@@ -1282,15 +1305,24 @@ fn int(i: Option<i64>) -> ValueRef<'static> {
     i.map_or(ValueRef::Null, ValueRef::Integer)
 }
 
-/// Checks a row read with `record_columns!()` (`all`: both checksums) or `content_columns!()`
-/// (its content's), and that it is the record expected next (no seq between is missing).
+/// Which checksums of a row to check: the row was read with `record_columns!()` (all),
+/// `content_columns!()` or `meta_columns!()`.
+#[derive(Clone, Copy)]
+enum Check {
+    All,
+    Content,
+    Meta,
+}
+
+/// Checks a row (its checksums, as `check` says), and that it is the record expected next (no
+/// seq between is missing).
 fn checked<'r>(
     conn: &Connection,
     num: i64,
     lo: i64,
     expected: &mut i64,
     row: &'r rusqlite::Row<'_>,
-    all: bool,
+    check: Check,
 ) -> Result<checksum::Stored<'r>> {
     let id: i64 = row.get(checksum::col::ID)?;
     if id != *expected {
@@ -1303,10 +1335,10 @@ fn checked<'r>(
         ));
     }
     *expected += 1;
-    let stored = if all {
-        checksum::Stored::check(row)
-    } else {
-        checksum::Stored::check_content(row)
+    let stored = match check {
+        Check::All => checksum::Stored::check(row),
+        Check::Content => checksum::Stored::check_content(row),
+        Check::Meta => checksum::Stored::check_meta(row),
     };
     stored.map_err(|why| checksum::damaged(conn, num, (id - lo) as u64, &why))
 }

@@ -491,3 +491,37 @@ fn a_version_3_store_is_migrated_with_checksums() {
         .unwrap();
     assert_eq!(version, 4);
 }
+
+#[test]
+fn appends_seen_by_another_connection_are_never_mistaken_for_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.db").to_string_lossy().into_owned();
+    let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+    let s = store
+        .create_session(SessionOptions {
+            id: Some("live".into()),
+            ..SessionOptions::default()
+        })
+        .unwrap();
+    let reader = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let other = Store::open(Some(&path), StoreOptions::default()).unwrap();
+            let mut seen = 0;
+            for _ in 0..400 {
+                // a fresh handle loads the tail (last record and the row's record count)
+                let r = other.open_session("live", None).unwrap();
+                let n = r.messages().unwrap().len();
+                assert!(n >= seen);
+                seen = n;
+                other.list_sessions(&Default::default()).unwrap();
+            }
+        })
+    };
+    for i in 0..300 {
+        s.append(Value::String(format!("message {i}")), None)
+            .unwrap();
+    }
+    reader.join().unwrap();
+    assert!(store.verify(&VerifyOptions::default()).unwrap().ok);
+}
