@@ -147,6 +147,17 @@ impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
         use rusqlite::ErrorCode as C;
         let msg = e.to_string();
+        // A stored value of another type than the schema's, text that is not UTF-8, an integer
+        // out of range: the file holds what this library never wrote.
+        if matches!(
+            e,
+            rusqlite::Error::InvalidColumnType(..)
+                | rusqlite::Error::FromSqlConversionFailure(..)
+                | rusqlite::Error::IntegralValueOutOfRange(..)
+                | rusqlite::Error::Utf8Error(..)
+        ) {
+            return Error::StoreCorrupt(format!("a stored value is damaged ({msg})"));
+        }
         match e.sqlite_error_code() {
             Some(C::DatabaseBusy | C::DatabaseLocked) => Error::StoreBusy(format!(
                 "the store stayed locked past busyTimeoutMs ({msg})"
