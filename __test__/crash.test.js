@@ -11,6 +11,7 @@ const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 const { setTimeout: sleep } = require('node:timers/promises')
 
+const { mulberry32 } = require('./helpers/seeded')
 const { lib, tmpDir, openReadonlyDb } = require('./helpers/util')
 
 const { Store } = lib
@@ -18,16 +19,6 @@ const WRITER = path.join(__dirname, 'helpers', 'crash-writer.js')
 const KILLS = 50
 const SHARED = 'shared blob '.repeat(1200) // what crash-writer.js writes as its shared long string
 
-function mulberry32(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 async function waitFor(cond, ms) {
   const end = Date.now() + ms

@@ -20,6 +20,7 @@ const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 const { setTimeout: sleep } = require('node:timers/promises')
 
+const { mulberry32 } = require('./helpers/seeded')
 const { lib, tmpDir, assertSameJson, normalizeMessage, jsonClone, expectError, expectRejection, readInNewProcess } = require('./helpers/util')
 
 const { Store, validateMessages } = lib
@@ -617,16 +618,6 @@ test('killed mid-stream in a second tool input (simple chunks): the whole call i
 // ---------------------------------------------------------------------------------------------
 // appendMany
 
-function mulberry32(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 test('killed during appendMany (batches of 50), several times: acknowledged batches whole, the one in flight all or nothing', { timeout: 40000 }, async (t) => {
   const what = 'append-many'

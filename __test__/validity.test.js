@@ -17,20 +17,10 @@ const { lib, readJsonl, expectError } = require('./helpers/util')
 const { Session, validateMessages } = lib
 
 const TARGETS = ['anthropic', 'openai-chat', 'openai-responses']
+const { mulberry32: prng } = require('./helpers/seeded')
 const CASES = Number(process.env.THREADLINE_VALIDITY_JS_CASES ?? 400)
 const SEED = Number(process.env.THREADLINE_VALIDITY_SEED ?? 20260223)
 
-// mulberry32: a small seeded generator, so a failure is reproducible from its seed.
-function prng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const sources = ['short.jsonl', 'tool_heavy.jsonl'].map((f) => readJsonl(f).map((l) => JSON.parse(l)))
 // The long session: a few windows of it (all of it would make each case slow).

@@ -12,6 +12,7 @@ const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
 const { setTimeout: sleep } = require('node:timers/promises')
 
+const { mulberry32 } = require('./helpers/seeded')
 const { lib, tmpDir } = require('./helpers/util')
 
 const { Store } = lib
@@ -20,16 +21,6 @@ const READER = path.join(__dirname, 'helpers', 'wal-reader.js')
 const BOUND = 48 << 20 // docs/recovery.md, "Durability"
 const MiB = (n) => (n / 1048576).toFixed(1)
 
-function mulberry32(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function walSize(file) {
   try {

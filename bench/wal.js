@@ -16,6 +16,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
+const { mulberry32 } = require('../__test__/helpers/seeded.js')
 
 const ROOT = path.join(__dirname, '..')
 
@@ -146,16 +147,6 @@ function watchWal(file) {
   return w
 }
 
-function mulberry32(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 async function latency(lib, dir) {
   const file = path.join(dir, 'latency.db')

@@ -31,19 +31,9 @@ const { Store } = require(path.join(__dirname, '..', '..'))
 const RAW = require(path.join(__dirname, '..', 'fixtures', 'anthropic-stream-events.json'))
 const SIMPLE = require(path.join(__dirname, '..', 'fixtures', 'simple-stream-chunks.json'))
 
+const { writeLine: out } = require('./seeded')
 const [storePath, caseName, givenSessionId] = process.argv.slice(2)
 
-function out(line) {
-  const buf = Buffer.from(line + '\n')
-  let off = 0
-  while (off < buf.length) {
-    try {
-      off += fs.writeSync(1, buf, off)
-    } catch (e) {
-      if (e.code !== 'EAGAIN') throw e
-    }
-  }
-}
 
 function busyWait(ms) {
   const end = Date.now() + ms

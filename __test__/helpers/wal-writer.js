@@ -8,19 +8,9 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { Store } = require(path.join(__dirname, '..', '..'))
 
+const { writeLine: out } = require('./seeded')
 const [storePath, sessionId, durability, count, bytes] = process.argv.slice(2)
 
-function out(line) {
-  const buf = Buffer.from(line + '\n')
-  let off = 0
-  while (off < buf.length) {
-    try {
-      off += fs.writeSync(1, buf, off)
-    } catch (e) {
-      if (e.code !== 'EAGAIN') throw e
-    }
-  }
-}
 
 // Text of about n bytes, different for every message (nothing for the store to share).
 function filler(n, seed) {
