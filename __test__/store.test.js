@@ -272,3 +272,29 @@ test('appending the same record again (a retry) writes nothing and returns the s
   assert.throws(() => s.append({ uuid: 'u-retry', message: { role: 'user', content: 'other' } }),
     (e) => e.code === 'INVALID_INPUT' && /already used by record seq 0, with other content/.test(e.message))
 })
+
+test('processes creating the same new store at the same moment all open it and write (the schema is made once)', async (t) => {
+  // Repeated: the race is between the first reads of the file and another process's migration.
+  for (let round = 0; round < 5; round++) {
+    const file = path.join(tmpDir(t), 'new.db')
+    const at = Date.now() + 500
+    const code = `
+      const { Store } = require(${JSON.stringify(ROOT)})
+      while (Date.now() < ${at}) {}
+      const s = Store.open(process.argv[1])
+      s.createSession({ id: 'p' + process.argv[2] }).append('hi')
+      s.close()
+    `
+    const children = Array.from({ length: 8 }, (_, i) => spawn(process.execPath, ['-e', code, file, String(i)], { stdio: ['ignore', 'ignore', 'pipe'] }))
+    const results = await Promise.all(children.map(async (c) => {
+      let err = ''
+      c.stderr.on('data', (d) => { err += d })
+      const [status] = await once(c, 'exit')
+      return { status, err }
+    }))
+    for (const r of results) assert.equal(r.status, 0, `round ${round}: ${r.err}`)
+    const store = Store.open(file)
+    assert.deepEqual(store.listSessions().map((s) => s.id).sort(), ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7'])
+    store.close()
+  }
+})

@@ -3,6 +3,8 @@
 //! moves it. It is what recovery reads to tell the truth about a call cut off by a crash, and what
 //! makes a finished tool's result available to a resumed agent (`cached_result`).
 
+use std::collections::HashSet;
+
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
@@ -259,6 +261,39 @@ pub fn list(conn: &Connection, session: i64) -> Result<Vec<Entry>> {
         &format!("SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 ORDER BY call_seq, ord"),
         [session],
     )
+}
+
+/// Checks that `entries` (the session's whole journal) holds every call made by a message of
+/// `records` (its envelopes, in order). Rows are keyed by the call id alone: damage to a page of
+/// the table's b-tree can drop a row without SQLite or the row checksums noticing, and a journal
+/// short of a call must not be handed out as the truth.
+pub(crate) fn check_complete(
+    entries: &[Entry],
+    records: &[Map<String, Value>],
+    session_id: &str,
+) -> Result<()> {
+    let known: HashSet<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+    for env in records {
+        let Some(message) = env.get("message") else {
+            continue;
+        };
+        if env.get("includeInContext") == Some(&Value::Bool(false)) {
+            continue;
+        }
+        if let Some(id) = crate::message::call_ids(message).find(|id| !known.contains(id)) {
+            let seq = env.get("seq").and_then(Value::as_u64).unwrap_or_default();
+            return Err(Error::StoreCorrupt(format!(
+                "seq {seq} of session '{session_id}': {}",
+                lost(id)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What a journal short of call `id` is.
+pub(crate) fn lost(id: &str) -> String {
+    format!("the tool-call journal has lost its call '{id}'")
 }
 
 /// Calls of `tool_use` kind with no result in the history, in order.

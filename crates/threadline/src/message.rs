@@ -101,6 +101,21 @@ enum Place {
 }
 
 /// Validates `msg` in place, turning string content into `[{type:'text', text}]`.
+/// The ids of a stored message's tool calls (the blocks `check_message` gives the journal).
+pub(crate) fn call_ids(msg: &Value) -> impl Iterator<Item = &str> {
+    msg.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| {
+            matches!(
+                b.get("type").and_then(Value::as_str),
+                Some("tool_use" | "server_tool_use" | "mcp_tool_use")
+            )
+        })
+        .filter_map(|b| b.get("id").and_then(Value::as_str))
+}
+
 pub fn check_message(msg: &mut Value, path: &Path) -> Result<MessageFacts> {
     let Value::Object(obj) = msg else {
         return Err(Error::invalid(

@@ -113,6 +113,26 @@ const CHECKSUMS: i64 = 4;
 
 /// Checks that `conn` is a Threadline store (or an empty file to make one) and migrates it.
 pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {
+    // One read transaction: processes creating the same new file at once must not see the
+    // identity of the file half-way through another's migration (tables there, version not yet).
+    let version = in_transaction(conn, "BEGIN", identify)?;
+    if version > VERSION {
+        return Err(newer(version));
+    }
+    if version == VERSION {
+        return Ok(());
+    }
+    if readonly {
+        return Err(Error::StoreIo(format!(
+            "the store needs migrating from version {version} but was opened readonly"
+        )));
+    }
+    migrate(conn)
+}
+
+/// The schema version of a Threadline store (0: an empty file to make one), or why the file is
+/// not one.
+fn identify(conn: &Connection) -> Result<i64> {
     let app: i64 = conn
         .query_row("PRAGMA application_id", [], |r| r.get(0))
         .map_err(not_a_store)?;
@@ -138,34 +158,43 @@ pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {
             "the store's schema version is {version}: damaged"
         )));
     }
-    if version > VERSION {
-        return Err(Error::StoreVersion(format!(
-            "the store has schema version {version}, newer than this library's {VERSION}: upgrade threadline"
-        )));
-    }
-    if version == VERSION {
-        return Ok(());
-    }
-    if readonly {
-        return Err(Error::StoreIo(format!(
-            "the store needs migrating from version {version} but was opened readonly"
-        )));
-    }
-    migrate(conn, version)
+    Ok(version)
 }
 
-fn migrate(conn: &Connection, seen: i64) -> Result<()> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let run = || -> Result<()> {
-        // Read again under the write lock: another process opening the same new or old store at
-        // the same moment may have migrated it since `seen` was read.
-        let from: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if from != seen && !(0..=VERSION).contains(&from) {
-            return Err(Error::StoreVersion(format!(
-                "the store has schema version {from}, newer than this library's {VERSION}: upgrade threadline"
-            )));
+fn newer(version: i64) -> Error {
+    Error::StoreVersion(format!(
+        "the store has schema version {version}, newer than this library's {VERSION}: upgrade threadline"
+    ))
+}
+
+/// Runs `f` between `begin` and COMMIT, rolling back if it fails.
+fn in_transaction<T>(
+    conn: &Connection,
+    begin: &str,
+    f: impl FnOnce(&Connection) -> Result<T>,
+) -> Result<T> {
+    conn.execute_batch(begin).map_err(not_a_store)?;
+    match f(conn) {
+        Ok(v) => {
+            conn.execute_batch("COMMIT")?;
+            Ok(v)
         }
-        for (to, sql) in (1..).zip(MIGRATIONS).skip(from.max(0) as usize) {
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+fn migrate(conn: &Connection) -> Result<()> {
+    in_transaction(conn, "BEGIN IMMEDIATE", |conn| {
+        // Identified again under the write lock: another process opening the same new or old
+        // store at the same moment may have made or migrated it since.
+        let from = identify(conn)?;
+        if from > VERSION {
+            return Err(newer(from));
+        }
+        for (to, sql) in (1..).zip(MIGRATIONS).skip(from as usize) {
             conn.execute_batch(sql)?;
             if to == CHECKSUMS {
                 crate::checksum::fill(conn)?;
@@ -176,14 +205,7 @@ fn migrate(conn: &Connection, seen: i64) -> Result<()> {
             "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {VERSION};"
         ))?;
         Ok(())
-    };
-    match run() {
-        Ok(()) => Ok(conn.execute_batch("COMMIT")?),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
-    }
+    })
 }
 
 fn not_a_store(e: rusqlite::Error) -> Error {

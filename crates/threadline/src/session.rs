@@ -1215,6 +1215,7 @@ fn read_page(
     json.push(b'[');
     let mut first = true;
     let mut from = start;
+    let mut rescan = false;
     'statements: loop {
         let mut stmt = conn.prepare_cached(concat!(
             "SELECT ",
@@ -1223,7 +1224,9 @@ fn read_page(
         ))?;
         let mut rows = stmt.query([from, end])?;
         let begun = json.len();
+        let mut any = false;
         while let Some(row) = rows.next()? {
+            any = true;
             let id: i64 = row.get(checksum::col::ID)?;
             if json.len() >= max_bytes {
                 next = Some((id - lo) as u64);
@@ -1243,7 +1246,26 @@ fn read_page(
             first = false;
             append_stored(&mut json, &stored, part, &mut expander, conn, num, lo)?;
         }
-        break;
+        drop(rows);
+        // The scan ended. A damaged b-tree page can end a scan early with no error from SQLite
+        // while a seek still finds later records: if the range's last record lies beyond where
+        // the scan stopped, scan again from there (records appended meanwhile are read on), and
+        // a second scan that finds nothing there is damage.
+        match last_id(conn, expected, end)? {
+            Some(_) if rescan && !any => {
+                return Err(checksum::damaged(
+                    conn,
+                    num,
+                    (expected - lo) as u64,
+                    "the record is missing",
+                ))
+            }
+            Some(_) => {
+                rescan = true;
+                from = expected;
+            }
+            None => break,
+        }
     }
     json.push(b']');
     // A range known to be stored whole (a segment of the branch, up to the session's last
@@ -1257,6 +1279,13 @@ fn read_page(
         ));
     }
     Ok(Page { json, next })
+}
+
+/// The id of the last record stored in `from..=to`, found by a seek (not a scan).
+fn last_id(conn: &Connection, from: i64, to: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT max(id) FROM records WHERE id BETWEEN ?1 AND ?2")?
+        .query_row([from, to], |r| r.get(0))?)
 }
 
 /// Appends a checked record of `read_page` to the JSON array being built.

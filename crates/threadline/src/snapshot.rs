@@ -65,8 +65,9 @@ impl Session {
                     Value::Object(o) => Some(o),
                     _ => None,
                 })
-                .collect();
+                .collect::<Vec<_>>();
             let journal = journal::list(&tx, self.num)?;
+            journal::check_complete(&journal, &records, &row.id)?;
             seal(&Body {
                 session: row,
                 records,

@@ -370,7 +370,7 @@ fn open_connection(path: &str, options: &StoreOptions, make_dirs: bool) -> Resul
         Durability::Power => "FULL",
     };
     if !options.readonly {
-        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+        use_wal(&conn, options.busy_timeout_ms)?;
         // Checkpoints run on a background connection (see checkpoint.rs), not inside appends;
         // after the log starts over, its file is cut back to the limit.
         if path != ":memory:" {
@@ -387,6 +387,25 @@ fn open_connection(path: &str, options: &StoreOptions, make_dirs: bool) -> Resul
     ))?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
+}
+
+/// Puts the store in WAL mode (a no-op once it is). The switch needs the file to itself, and
+/// SQLite refuses it at once, without waiting, while other connections are switching too (the
+/// processes that create one new store at the same moment): it is tried again until the busy
+/// timeout.
+fn use_wal(conn: &Connection, timeout_ms: u32) -> Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && start.elapsed().as_millis() < u128::from(timeout_ms) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            r => return Ok(r?),
+        }
+    }
 }
 
 /// A readonly store whose directory cannot be written (read-only media, a read-only directory)

@@ -107,6 +107,8 @@ struct Checker<'c> {
     report: VerifyReport,
     /// blobs checked so far: None if sound, else why not
     blobs: HashMap<String, Option<String>>,
+    /// the tool calls of the messages of the session being checked, with their record's seq
+    calls: Vec<(String, u64)>,
 }
 
 impl<'c> Checker<'c> {
@@ -115,6 +117,7 @@ impl<'c> Checker<'c> {
             conn,
             report: VerifyReport::default(),
             blobs: HashMap::new(),
+            calls: Vec::new(),
         }
     }
 
@@ -172,6 +175,7 @@ impl<'c> Checker<'c> {
                 }
             }
         }
+        self.calls.clear();
         let count = self.records(num, id);
         match crate::journal::damaged(self.conn, num) {
             Ok(list) => {
@@ -181,6 +185,7 @@ impl<'c> Checker<'c> {
             }
             Err(e) => self.push(Some(id), None, format!("the journal: {}", e.message())),
         }
+        self.journal_complete(num, id);
         let stored: rusqlite::Result<i64> =
             self.conn
                 .query_row("SELECT records FROM sessions WHERE num = ?1", [num], |r| {
@@ -199,6 +204,23 @@ impl<'c> Checker<'c> {
             ),
             Ok(_) => {}
             Err(e) => self.push(Some(id), None, format!("the session's row: {}", Error::from(e).message())),
+        }
+    }
+
+    /// Every call of the session's messages has its journal row (a damaged page of the table can
+    /// lose a row unnoticed).
+    fn journal_complete(&mut self, num: i64, id: &str) {
+        let known: rusqlite::Result<std::collections::HashSet<String>> = self
+            .conn
+            .prepare("SELECT id FROM tool_calls WHERE session = ?1")
+            .and_then(|mut s| s.query_map([num], |r| r.get(0))?.collect());
+        let Ok(known) = known else {
+            return; // reported by the journal's own check
+        };
+        for (call, seq) in std::mem::take(&mut self.calls) {
+            if !known.contains(&call) {
+                self.push(Some(id), Some(seq), crate::journal::lost(&call));
+            }
         }
     }
 
@@ -278,7 +300,7 @@ impl<'c> Checker<'c> {
             match Stored::check(row) {
                 Err(why) => self.push(Some(id), Some(seq), why),
                 Ok(stored) => {
-                    if let Err(why) = self.record(&stored) {
+                    if let Err(why) = self.record(&stored, seq) {
                         self.push(Some(id), Some(seq), why);
                     }
                 }
@@ -288,7 +310,7 @@ impl<'c> Checker<'c> {
 
     /// What a sound checksum leaves to check: the state, the text (JSON, with its blobs sound).
     /// Records migrated from schema version 3 got their checksum from what was stored then.
-    fn record(&mut self, stored: &Stored<'_>) -> std::result::Result<(), String> {
+    fn record(&mut self, stored: &Stored<'_>, seq: u64) -> std::result::Result<(), String> {
         let fail = |e: Error| e.message().to_string();
         serde_json::from_str::<crate::state::State>(stored.state().map_err(fail)?)
             .map_err(|e| format!("its state is not valid: {e}"))?;
@@ -313,8 +335,12 @@ impl<'c> Checker<'c> {
             }
             let mut one = Vec::with_capacity(m.len());
             self.splice(&mut one, m, has_blobs)?;
-            serde_json::from_slice::<serde::de::IgnoredAny>(&one)
+            let value: serde_json::Value = serde_json::from_slice(&one)
                 .map_err(|e| format!("its message is not JSON: {e}"))?;
+            if stored.in_messages().map_err(fail)? {
+                let ids = crate::message::call_ids(&value).map(|c| (c.to_string(), seq));
+                self.calls.extend(ids);
+            }
         }
         Ok(())
     }

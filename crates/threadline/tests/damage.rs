@@ -419,6 +419,44 @@ fn damaged_session_rows_are_store_corrupt() {
     }
 }
 
+/// A damaged page of the journal's b-tree can drop a row with no error from SQLite (seen with
+/// flipped bits): the snapshot refuses a journal short of a call, and verify names the record.
+#[test]
+fn a_journal_row_lost_is_store_corrupt_in_the_snapshot_and_found_by_verify() {
+    let (_dir, clean, trial) = temp();
+    std::fs::copy(&clean, &trial).unwrap();
+    let conn = Connection::open(&trial).unwrap();
+    let (call, seq): (String, i64) = conn
+        .query_row(
+            "SELECT id, call_seq FROM tool_calls ORDER BY call_seq LIMIT 1 OFFSET 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    conn.execute("DELETE FROM tool_calls WHERE id = ?1", [&call])
+        .unwrap();
+    drop(conn);
+    let store = Store::open(Some(&trial), options()).unwrap();
+    let s = store.open_session(ID, None).unwrap();
+    let e = s.snapshot().unwrap_err();
+    assert_eq!(e.code(), "STORE_CORRUPT", "{e}");
+    assert!(
+        e.message()
+            .contains(&format!("seq {seq} of session '{ID}'"))
+            && e.message().contains(&call),
+        "{e}"
+    );
+    let r = store.verify(&VerifyOptions::default()).unwrap();
+    assert!(!r.ok);
+    assert_eq!(r.damaged.len(), 1, "{:?}", r.damaged);
+    assert_eq!(r.damaged[0].seq, Some(seq as u64));
+    assert!(r.damaged[0].reason.contains(&call), "{:?}", r.damaged);
+    assert_eq!(s.verify().unwrap().damaged, r.damaged);
+    // The clean store's snapshot has every call.
+    let clean = Store::open(Some(&clean), options()).unwrap();
+    assert!(clean.open_session(ID, None).unwrap().snapshot().is_ok());
+}
+
 #[test]
 fn verify_reports_every_damaged_record_and_reads_past_them() {
     let (_dir, clean, trial) = temp();

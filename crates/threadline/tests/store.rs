@@ -362,3 +362,40 @@ fn a_store_left_with_a_long_log_is_checkpointed_and_the_log_emptied_when_opened(
         json!(format!("1499 {text}"))
     );
 }
+
+/// Connections creating the same new store at the same moment (here threads; the Node suite does
+/// it with processes) all open it: one makes the schema, the others wait for it, and the switch to
+/// WAL mode, which SQLite refuses at once while another connection holds the file, is retried.
+#[test]
+fn connections_creating_one_new_store_at_once_all_open_it() {
+    for _ in 0..20 {
+        let (_dir, path) = temp_store();
+        let go = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (path, go) = (path.clone(), go.clone());
+                std::thread::spawn(move || {
+                    go.wait();
+                    let store = Store::open(Some(&path), StoreOptions::default())?;
+                    let s = store.create_session(SessionOptions {
+                        id: Some(format!("t{i}")),
+                        ..SessionOptions::default()
+                    })?;
+                    s.append(json!("hi"), None)?;
+                    store.close()
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().unwrap();
+        }
+        let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+        assert_eq!(
+            store
+                .list_sessions(&SessionFilter::default())
+                .unwrap()
+                .len(),
+            8
+        );
+    }
+}
