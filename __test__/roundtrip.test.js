@@ -401,3 +401,20 @@ test('a given seq is replaced, in place, by the record position', () => {
   assert.equal(back.seq, 1)
   assert.deepStrictEqual(Object.keys(back), ['seq', 'type', 'message', 'extra', 'uuid', 'parentUuid', 'sessionId', 'timestamp'])
 })
+
+test('number text of restored JSON lines is kept as written (exponents too) through snapshot and import', (t) => {
+  const dir = tmpDir(t)
+  const store = Store.open(path.join(dir, 'numbers.db'))
+  t.after(() => store.close())
+  const written = '{"a":1E+2,"b":1e5,"c":-2.50E-3,"d":1e400,"e":[1E2,0e0],"f":12345678901234567890123,"g":1.0}'
+  const line = `{"type":"assistant","uuid":"n1","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_n","name":"calc","input":${written}}]}}`
+  const s = store.createSession({ id: 'numbers' })
+  s.restoreMessages([line])
+  const snapshot = s.snapshot()
+  assert.ok(snapshot.includes(`"input":${written}`), snapshot)
+  // The values JS sees are the numbers written.
+  assert.deepEqual(s.messages[0].content[0].input.e, [100, 0])
+  const other = Store.open(path.join(dir, 'other.db'))
+  t.after(() => other.close())
+  assert.ok(other.importSnapshot(snapshot).snapshot().includes(`"input":${written}`))
+})

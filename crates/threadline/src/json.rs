@@ -11,10 +11,7 @@ pub const MAX_RECORD_BYTES: usize = 32 * 1024 * 1024;
 /// Parses JSON text into a value that keeps key order and number text exactly.
 /// Errors name the path where parsing stopped (lone surrogates, nesting deeper than 128, ...).
 pub fn parse(text: &str) -> Result<Value> {
-    match serde_json::from_str(text) {
-        Ok(v) => Ok(v),
-        Err(_) => Err(parse_error(text)),
-    }
+    crate::number_text::parse_text(text).map_err(|_| parse_error(text))
 }
 
 /// The slow path: parse again, tracking the path, to say where the text is wrong.

@@ -63,6 +63,7 @@ mod fork;
 mod journal;
 mod json;
 mod message;
+mod number_text;
 mod options;
 mod owner;
 mod readahead;

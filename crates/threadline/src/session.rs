@@ -366,7 +366,7 @@ impl Session {
             } else {
                 buf.extend_from_slice(bytes);
             }
-            let message = serde_json::from_slice(&buf).map_err(|e| {
+            let message = crate::number_text::parse_stored(&buf).map_err(|e| {
                 checksum::damaged(conn, num, seq, &format!("its message is not JSON: {e}"))
             })?;
             out.push(ViewRecord {
@@ -1381,8 +1381,15 @@ fn in_record(conn: &Connection, num: i64, seq: u64, e: Error) -> Error {
 }
 
 fn parse_page(page: &Page) -> Result<Vec<Value>> {
-    serde_json::from_slice(&page.json)
-        .map_err(|e| Error::StoreCorrupt(format!("a stored record is damaged: {e}")))
+    match crate::number_text::parse_stored(&page.json) {
+        Ok(Value::Array(records)) => Ok(records),
+        Ok(_) => Err(Error::StoreCorrupt(
+            "a stored record is damaged: not a list".into(),
+        )),
+        Err(e) => Err(Error::StoreCorrupt(format!(
+            "a stored record is damaged: {e}"
+        ))),
+    }
 }
 
 fn collect(start: u64, mut page: impl FnMut(u64) -> Result<Page>) -> Result<Vec<Value>> {

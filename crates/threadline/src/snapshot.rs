@@ -36,11 +36,21 @@ pub(crate) struct Row {
     forked_from: Option<String>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Serialize)]
 struct Body {
     session: Row,
     records: Vec<Map<String, Value>>,
+    journal: Vec<Entry>,
+}
+
+/// The body as read back, the records aside: they are taken from the parsed value as they are,
+/// because deserializing a value again would rewrite the text of their numbers.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Head {
+    session: Row,
+    #[serde(rename = "records")]
+    _records: serde::de::IgnoredAny,
     journal: Vec<Entry>,
 }
 
@@ -170,8 +180,15 @@ fn seal(body: &Body) -> Result<String> {
 }
 
 fn unseal(text: &str) -> Result<Body> {
-    let doc: Map<String, Value> = serde_json::from_str(text)
-        .map_err(|e| invalid(format!("not a complete JSON document (truncated?): {e}")))?;
+    let doc = match crate::number_text::parse_text(text) {
+        Ok(Value::Object(doc)) => doc,
+        Ok(_) => return Err(invalid("expected a JSON object".into())),
+        Err(e) => {
+            return Err(invalid(format!(
+                "not a complete JSON document (truncated?): {e}"
+            )))
+        }
+    };
     if doc.get("format").and_then(Value::as_str) != Some(FORMAT) {
         return Err(invalid(format!("format: expected '{FORMAT}'")));
     }
@@ -199,7 +216,24 @@ fn unseal(text: &str) -> Result<Body> {
             "checksum mismatch: the snapshot was altered or damaged".into(),
         ));
     }
-    serde_json::from_value(body.clone()).map_err(|e| invalid(format!("body: {e}")))
+    let head: Head =
+        serde_json::from_value(body.clone()).map_err(|e| invalid(format!("body: {e}")))?;
+    let records = match doc.get("body").and_then(|b| b.get("records")) {
+        Some(Value::Array(list)) => list
+            .iter()
+            .enumerate()
+            .map(|(i, r)| match r {
+                Value::Object(o) => Ok(o.clone()),
+                _ => Err(invalid(format!("body.records[{i}]: expected an object"))),
+            })
+            .collect::<Result<_>>()?,
+        _ => return Err(invalid("body.records: expected a list".into())),
+    };
+    Ok(Body {
+        session: head.session,
+        records,
+        journal: head.journal,
+    })
 }
 
 pub(crate) fn read_row(conn: &rusqlite::Connection, num: i64) -> Result<Row> {
