@@ -974,10 +974,11 @@ export declare class Store {
   /**
    * Closes the store. Every later use of it, or of a session opened from it, throws `CLOSED`
    * (a session's `id` stays readable). Sessions this process held for writing are released.
-   * Close a store you are done with: one dropped without `close()` keeps its two file handles and
-   * its checkpoint thread until the garbage collector finalizes it, and while another store on
-   * the same file is open in the process, SQLite keeps even finalized handles of that file open
-   * for reuse (POSIX locks belong to the process).
+   * Stores of one process opened on the same file with the same `durability`, `readonly` and
+   * `busyTimeoutMs` share its connections: opening it again costs no file handle, and the file
+   * is closed with the last of them. Close a store you are done with: the last one dropped
+   * without `close()` keeps its two file handles and its checkpoint thread until the garbage
+   * collector finalizes it.
    */
   close(): void
 

@@ -12,6 +12,9 @@ const { once } = require('node:events')
 const { lib, ROOT, tmpDir, expectError, readInNewProcess, openReadonlyDb } = require('./helpers/util')
 
 const { Store } = lib
+// The garbage collector, to finalize dropped stores now (node runs without --expose-gc).
+require('node:v8').setFlagsFromString('--expose-gc')
+const gc = require('node:vm').runInNewContext('gc')
 
 function mode(file) {
   return fs.statSync(file).mode & 0o777
@@ -297,4 +300,72 @@ test('processes creating the same new store at the same moment all open it and w
     assert.deepEqual(store.listSessions().map((s) => s.id).sort(), ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7'])
     store.close()
   }
+})
+
+// Opens `n` stores on `file` and drops them without close(). (Not inline in an async test: a
+// suspended async function can keep the last of them alive in a saved register.)
+function dropStores(file, n) {
+  for (let i = 0; i < n; i++) {
+    const dropped = Store.open(file)
+    assert.equal(dropped.openSession('x').messages.length, 1)
+  }
+}
+
+test('stores of one process on one file share its connections: dropped stores hold no file handles, and the last close closes the file', { skip: !fs.existsSync('/proc/self/fd') && 'needs /proc/self/fd' }, async (t) => {
+  const file = path.join(tmpDir(t), 'shared.db')
+  const fds = () => fs.readdirSync('/proc/self/fd').length
+  const handlesOf = () => fs.readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)
+    } catch {
+      return false
+    }
+  }).length
+  const kept = Store.open(file)
+  kept.createSession({ id: 'x' }).append('hi')
+  const before = fds()
+  // Dropped without close(), each of them read the session: no handle is added.
+  dropStores(path.join(path.dirname(file), '.', 'shared.db'), 300)
+  assert.ok(fds() <= before + 2, `${fds() - before} descriptors more after 300 stores were dropped`)
+  // A second store writes through the same connections; closing it leaves the first working.
+  const other = Store.open(file)
+  other.openSession('x').append('again')
+  other.close()
+  assert.throws(() => other.listSessions(), (e) => e.code === 'CLOSED')
+  assert.equal(kept.openSession('x').messages.length, 2)
+  // Other settings get their own connections.
+  const readonly = Store.open(file, { readonly: true })
+  assert.equal(readonly.openSession('x').messages.length, 2)
+  readonly.close()
+  kept.close()
+  // The dropped stores, once finalized, let go of the file too: it is closed.
+  for (let i = 0; i < 200 && handlesOf() > 0; i++) {
+    gc()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  assert.equal(handlesOf(), 0, 'the file is still open after every store was closed or finalized')
+})
+
+test('two stores on one file: closing one keeps the other working, closing both closes the file', { skip: !fs.existsSync('/proc/self/fd') && 'needs /proc/self/fd' }, (t) => {
+  const file = path.join(tmpDir(t), 'two.db')
+  const handlesOf = () => fs.readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)
+    } catch {
+      return false
+    }
+  }).length
+  const a = Store.open(file)
+  const b = Store.open(file)
+  a.createSession({ id: 's' }).append('from a')
+  const s = b.openSession('s')
+  a.close()
+  s.append('from b after a closed')
+  const reader = Store.open(file, { readonly: true })
+  assert.deepEqual(reader.openSession('s').messages.map((m) => m.content[0].text), ['from a', 'from b after a closed'])
+  reader.close()
+  assert.ok(handlesOf() > 0)
+  b.close()
+  assert.throws(() => s.messages, (e) => e.code === 'CLOSED')
+  assert.equal(handlesOf(), 0, 'the file is still open after both stores were closed')
 })

@@ -64,6 +64,7 @@ mod journal;
 mod json;
 mod message;
 mod number_text;
+mod open_file;
 mod options;
 mod owner;
 mod readahead;

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// An acknowledged write survives the process being killed (WAL, synchronous=NORMAL).

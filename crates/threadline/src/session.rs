@@ -1284,8 +1284,12 @@ fn read_page(
 /// The id of the last record stored in `from..=to`, found by a seek (not a scan).
 fn last_id(conn: &Connection, from: i64, to: i64) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached("SELECT max(id) FROM records WHERE id BETWEEN ?1 AND ?2")?
-        .query_row([from, to], |r| r.get(0))?)
+        // ORDER BY + LIMIT: max() under a WHERE clause would scan the range (see sync_tail).
+        .prepare_cached(
+            "SELECT id FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row([from, to], |r| r.get(0))
+        .optional()?)
 }
 
 /// Appends a checked record of `read_page` to the JSON array being built.

@@ -10,6 +10,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use crate::checkpoint::{self, Checkpointer};
 use crate::clock;
 use crate::error::{Error, Result};
+use crate::open_file::{self, OpenFile};
 use crate::options::{
     Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
 };
@@ -19,20 +20,29 @@ use crate::session::Session;
 
 /// The connection and settings that a store and all its sessions share.
 pub(crate) struct Shared {
-    /// Declared before `checkpointer`, so dropped before it: its WAL hook points into it.
-    conn: Mutex<Connection>,
+    /// the file's connections, shared with the other stores of this process open on it
+    file: Arc<OpenFile>,
     closed: AtomicBool,
-    checkpointer: Option<Checkpointer>,
     pub path: String,
     pub options: StoreOptions,
     /// sessions this process holds through this store, with the time of its last heartbeat
     owned: Mutex<HashMap<i64, i64>>,
 }
 
+impl Drop for Shared {
+    /// A store dropped without `close()` lets go of its file (closed with the last store on it).
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            let mut conn = self.file.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = open_file::release(&self.file, &mut conn);
+        }
+    }
+}
+
 impl Shared {
     /// The open connection, or CLOSED.
     pub fn lock(&self) -> Result<MutexGuard<'_, Connection>> {
-        let guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.file.conn.lock().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("the store is closed".into()));
         }
@@ -106,27 +116,29 @@ impl Store {
             None => (default_store_path().to_string_lossy().into_owned(), true),
         };
         let file = sqlite_filename(&path);
-        let conn = open_connection(&file, &options, make_dirs)
-            .map_err(|e| e.during(&format!("open {path}")))?;
-        let checkpointer = if options.readonly {
-            None
-        } else {
-            // A log this long at open was left by a process that did not close the store (or
-            // that could not restart it): it is checkpointed and cut back first.
-            let wal = std::fs::metadata(format!("{file}-wal")).map_or(0, |m| m.len());
-            Checkpointer::start(
-                &file,
-                options.busy_timeout_ms,
-                wal > checkpoint::OPEN_CHECKPOINT_BYTES,
-            )
-        };
-        if let Some(c) = &checkpointer {
-            c.watch(&conn);
-        }
+        let open = open_file::open(&file, &options, || {
+            let conn = open_connection(&file, &options, make_dirs)?;
+            let checkpointer = if options.readonly {
+                None
+            } else {
+                // A log this long at open was left by a process that did not close the store
+                // (or that could not restart it): it is checkpointed and cut back first.
+                let wal = std::fs::metadata(format!("{file}-wal")).map_or(0, |m| m.len());
+                Checkpointer::start(
+                    &file,
+                    options.busy_timeout_ms,
+                    wal > checkpoint::OPEN_CHECKPOINT_BYTES,
+                )
+            };
+            if let Some(c) = &checkpointer {
+                c.watch(&conn);
+            }
+            Ok((conn, checkpointer))
+        })
+        .map_err(|e| e.during(&format!("open {path}")))?;
         let shared = Shared {
-            conn: Mutex::new(conn),
+            file: open,
             closed: AtomicBool::new(false),
-            checkpointer,
             path,
             options,
             owned: Mutex::new(HashMap::new()),
@@ -299,22 +311,16 @@ impl Store {
 
     /// Closes the store; later use of it or its sessions fails with CLOSED.
     pub fn close(&self) -> Result<()> {
-        let mut guard = self.shared.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let file = &self.shared.file;
+        let mut guard = file.conn.lock().unwrap_or_else(|e| e.into_inner());
         if self.shared.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
-        }
-        if let Some(c) = &self.shared.checkpointer {
-            c.stop();
-            Checkpointer::unwatch(&guard);
         }
         for num in std::mem::take(&mut *self.shared.owned()).into_keys() {
             let _ = owner::release(&guard, num);
         }
-        // An inert in-memory connection takes the file's place, so the file is really closed now.
-        let inert = Connection::open_in_memory().map_err(|e| Error::from(e).during("close"))?;
-        let conn = std::mem::replace(&mut *guard, inert);
-        conn.close()
-            .map_err(|(_, e)| Error::from(e).during("close"))
+        // The file closes with the last store of this process open on it.
+        open_file::release(file, &mut guard).map_err(|e| e.during("close"))
     }
 
     pub fn is_closed(&self) -> bool {

@@ -337,7 +337,16 @@ fn the_write_ahead_log_stays_bounded_under_a_steady_stream_of_appends() {
 fn a_store_left_with_a_long_log_is_checkpointed_and_the_log_emptied_when_opened() {
     let (_dir, path) = temp_store();
     let text = "left in the log ".repeat(150);
-    let first = open(&path);
+    // Other settings than the second open's, so the two stores do not share connections: the
+    // first stands for another process's.
+    let first = Store::open(
+        Some(&path),
+        StoreOptions {
+            busy_timeout_ms: 4_999,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
     let s = first.create_session(SessionOptions::default()).unwrap();
     for i in 0..1500 {
         s.append(json!(format!("{i} {text}")), None).unwrap();
