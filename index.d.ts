@@ -886,6 +886,126 @@ export interface VerifyReport {
   moreDamaged: number
 }
 
+// ---------------------------------------------------------------------------------------------
+// Recall: search and the recall tools
+// ---------------------------------------------------------------------------------------------
+
+/** Where a search looks in a message. */
+export type SearchField = 'text' | 'thinking' | 'tool_input' | 'tool_output'
+
+export interface SearchOptions {
+  /** Only sessions of this project. */
+  project?: string | undefined
+  /** Only this session. */
+  sessionId?: string | undefined
+  /** Leave this session out (the one the agent is in). */
+  excludeSessionId?: string | undefined
+  /** Only records at or after this ISO 8601 date-time. */
+  since?: string | undefined
+  /** Only records at or before this ISO 8601 date-time. */
+  until?: string | undefined
+  /** Only messages of these roles (default both). */
+  roles?: Array<'user' | 'assistant'> | undefined
+  /** Where to look; default `['text', 'tool_input']` (thinking and tool outputs are opt-in). */
+  fields?: SearchField[] | undefined
+  /** Hits per page, 1 to 200; default 20. */
+  limit?: number | undefined
+  /** `nextCursor` of the previous page of the same query and options. */
+  cursor?: string | undefined
+}
+
+/** One message that matches a search. */
+export interface SearchHit {
+  sessionId: string
+  uuid: string
+  seq: number
+  timestamp: string
+  role: 'user' | 'assistant'
+  /** The first field searched where the query matched. */
+  field: SearchField
+  /** About 200 characters around the first match, on one line, each match between `**`. */
+  snippet: string
+  /** Higher is better (BM25); ties go to the newer record. */
+  score: number
+  session: { title?: string; project?: string }
+}
+
+export interface SearchPage {
+  hits: SearchHit[]
+  /** Pass it back as `cursor` for the next page; null when this is the last. */
+  nextCursor: string | null
+}
+
+export interface RecallToolsOptions {
+  /** The session the model is in: left out of every result. */
+  excludeSessionId?: string | undefined
+  /** Only sessions of this project. */
+  project?: string | undefined
+  /** Each result stays under about this many tokens (200 to 200,000; default 4,000). */
+  maxResultTokens?: number | undefined
+}
+
+/** A JSON schema of a tool's input (an object). */
+export interface ToolInputSchema {
+  type: 'object'
+  properties: Record<string, unknown>
+  required?: string[]
+  additionalProperties?: boolean
+  [key: string]: unknown
+}
+
+/** A tool definition for Anthropic's `messages.create({ tools })`. */
+export interface AnthropicTool {
+  name: string
+  description: string
+  input_schema: ToolInputSchema
+}
+
+/** A tool definition for OpenAI Chat Completions' `tools`. */
+export interface ChatCompletionTool {
+  type: 'function'
+  function: { name: string; description: string; parameters: ToolInputSchema }
+}
+
+/** A tool definition for OpenAI Responses' `tools`. */
+export interface ResponsesFunctionTool {
+  type: 'function'
+  name: string
+  description: string
+  parameters: ToolInputSchema
+  strict: boolean
+}
+
+/** A model's call of a recall tool, in any of the providers' shapes. */
+export type RecallToolCall =
+  | { name: string; input: unknown; id?: string | undefined }
+  | ToolUseBlock
+  | { id: string; type: 'function'; function: { name: string; arguments: string } }
+  | { type: 'function_call'; call_id: string; name: string; arguments: string }
+
+/** `session_list`, `session_search` and `session_read`, ready to give a model. */
+export interface RecallTools {
+  anthropic: AnthropicTool[]
+  openaiChat: ChatCompletionTool[]
+  openaiResponses: ResponsesFunctionTool[]
+  names: Array<'session_list' | 'session_search' | 'session_read'>
+  /**
+   * Answers a call with a `tool_result` block (its `tool_use_id` is the call's id, or `''`).
+   * Bad arguments from a model are an `is_error` result that says what was wrong, never a throw;
+   * a closed or damaged store rejects with its error code.
+   */
+  handle(call: RecallToolCall): Promise<RecallToolResult>
+}
+
+/** The answer to a recall tool call: a `tool_result` block with text content. */
+export interface RecallToolResult {
+  type: 'tool_result'
+  tool_use_id: string
+  content: string
+  /** present (true) when the call was wrong; the content says how */
+  is_error?: true
+}
+
 export interface EnvelopeRange {
   /** First `seq` to return (whole number >= 0); default 0. */
   fromSeq?: number | undefined
@@ -970,6 +1090,23 @@ export declare class Store {
    * @throws `CLOSED`, `INVALID_INPUT` for unknown options; damage is never thrown.
    */
   verify(options?: VerifyOptions): VerifyReport
+
+  /**
+   * Searches the messages of every session: words (all must match), `"exact phrases"`,
+   * `prefix*`, `a OR b`, `-excluded`; case and accents ignored; identifiers (`parse_json`,
+   * `fooBar`, paths) and CJK text are found by their parts. Ranked by BM25, newer first on ties.
+   * Compaction summaries, events and repairs are not searched.
+   * @throws `INVALID_INPUT` for a query the syntax refuses (an unclosed quote, a lone `OR`, no
+   *   words) or a bad option, with the reason; `CLOSED`.
+   */
+  search(query: string, options?: SearchOptions): SearchPage
+
+  /**
+   * Tools a model calls to recall its earlier sessions: `session_list`, `session_search` and
+   * `session_read`, defined for the three providers, and `handle` to answer a call.
+   * @throws `INVALID_INPUT` for a bad option; `CLOSED`.
+   */
+  recallTools(options?: RecallToolsOptions): RecallTools
 
   /**
    * Closes the store. Every later use of it, or of a session opened from it, throws `CLOSED`

@@ -985,6 +985,40 @@ class Store {
     return JSON.parse(this[kNative].listSessions(optionsJson(object(filter, 'listSessions: filter'), 'listSessions: filter')))
   }
 
+  /**
+   * @param {any} query
+   * @param {any} options
+   */
+  search(query, options) {
+    if (typeof query !== 'string') throw fail('INVALID_INPUT', `search: query: expected a string, got ${describe(query)}`)
+    const o = optionsJson(object(options, 'search: options'), 'search: options')
+    return JSON.parse(observed(this[kTelemetry], undefined, 'search', () => this[kNative].search(query, o)))
+  }
+
+  // Tool definitions for the three providers, and one handler that answers a model's call with a
+  // tool_result block (a model's mistakes are is_error results, never throws).
+  /**
+   * @param {any} options
+   */
+  recallTools(options) {
+    const o = optionsJson(object(options, 'recallTools: options'), 'recallTools: options')
+    const native = this[kNative]
+    const tools = JSON.parse(native.recallTools(o))
+    return {
+      ...tools,
+      /** @param {any} call */
+      async handle(call) {
+        let text
+        try {
+          text = JSON.stringify(call ?? null)
+        } catch (e) {
+          text = 'null'
+        }
+        return JSON.parse(native.recallHandle(o, text ?? 'null'))
+      },
+    }
+  }
+
   // SQLite's check of the file, then every session as session.verify() checks it, then the blobs.
   /**
    * @param {any} options

@@ -79,6 +79,12 @@ export declare class NativeStore {
   forkSession(id: string, atUuid?: string | undefined | null, title?: string | undefined | null): NativeSession
   interruptedSessions(): string
   deleteSession(id: string): void
+  /** Searches every session; the page as JSON. */
+  search(query: string, optionsJson?: string | undefined | null): string
+  /** The recall tools' definitions as JSON (checks the options). */
+  recallTools(optionsJson?: string | undefined | null): string
+  /** Answers a recall tool call (JSON); the tool_result block as JSON. */
+  recallHandle(optionsJson: string | undefined | null, callJson: string): string
   /** Checks the whole store; the report as JSON. */
   verify(optionsJson?: string | undefined | null): string
   close(): void

@@ -1,6 +1,7 @@
 // @ts-check
 'use strict'
-// Threadline demo: an agent session that survives its process being killed.
+// Threadline demo: an agent session that survives its process being killed, and recalls an
+// earlier session through the recall tools.
 //
 //   npm run demo            (store in a temp dir, removed at the end)
 //   THREADLINE_HOME=dir npm run demo   (store in that dir; the demo session is deleted at the end)
@@ -15,7 +16,10 @@
 //    byte for byte, finds the session in interruptedSessions(), shows pendingRepairs(), and
 //    recover()s it: the finished call's result is backfilled from the journal, the running one
 //    (a read-only grep, safe to re-run) is replayed once. The history passes validateMessages.
-// 3. It resumes the session, prints the typed transcript, the turns and the token tracker, builds
+// 3. It resumes the session and finishes it; asked about a decision of an earlier session (written
+//    at the start, a week before), the model (scripted) calls session_search and session_read,
+//    which store.recallTools() answers from the store, and the answer quotes the decision.
+// 4. It prints the typed transcript, the turns and the token tracker, builds
 //    the next request (Anthropic, whole and under half the budget; OpenAI Chat Completions), and
 //    exits 0, or 1 if anything acknowledged was lost or a history or request is invalid.
 
@@ -26,7 +30,7 @@ const os = require('node:os')
 const path = require('node:path')
 
 const { Store, defaultStorePath, validateMessages } = require('..')
-const { MODEL, steps, crashAt } = require('./script')
+const { MODEL, steps, crashAt, earlier, recall } = require('./script')
 const { c, write, line, pause, stream, preview, num, role, lines } = require('./print')
 
 /** @typedef {import('..').Session} Session */
@@ -247,6 +251,70 @@ function printNextRequest(session) {
 }
 
 /**
+ * Writes the earlier session (a week before the demo's), which the resumed agent recalls.
+ * @param {Store} store
+ * @returns {string} its id
+ */
+function writeEarlier(store) {
+  const s = store.createSession({ title: earlier.title, project: 'demo', provider: 'anthropic', model: MODEL })
+  const weekAgo = Date.now() - 7 * 24 * 3600 * 1000
+  earlier.messages.forEach((message, i) => {
+    s.append({ message, timestamp: new Date(weekAgo + i * 60_000).toISOString() })
+  })
+  s.setStatus('completed')
+  line(`${c.bold('earlier session')} ${c.dim(s.id)} "${earlier.title}" ${c.dim(`(${earlier.messages.length} messages, a week ago)`)}`)
+  return s.id
+}
+
+/**
+ * The resumed agent recalls the earlier session through the recall tools: the model's side is
+ * scripted, the tool round trip is real (handle() answers from the store, and its results are
+ * appended after the calls). Returns false if the recall failed or the history is invalid.
+ * @param {Store} store
+ * @param {Session} session
+ */
+async function recallEarlier(store, session) {
+  line(c.bold('Recall') + c.dim('  store.recallTools(): the model looks up an earlier session'))
+  const tools = store.recallTools({ excludeSessionId: session.id, project: 'demo', maxResultTokens: 1500 })
+  write(`  ${role('user')}  ${pad(preview(recall.prompt, WIDTH), WIDTH)}`)
+  line(acked(session.append(recall.prompt)))
+  /**
+   * The model calls a tool; handle() answers; the result is appended after the call.
+   * @param {import('..').ToolUseBlock} call
+   */
+  const round = async (call) => {
+    write(`  ${role('assistant')}  ${pad(`${c.yellow('→')} ${preview(`${call.name} ${JSON.stringify(call.input)}`, WIDTH - 2)}`, WIDTH)}`)
+    line(acked(session.append(recall.respond([recall.text('Let me check.'), call], 'tool_use', [120, 0, 15900, 40]).message, { provider: 'anthropic' })))
+    const result = await tools.handle(call)
+    const first = result.content.split('\n').find((l) => /^\s+\S|^\[seq/.test(l)) ?? result.content
+    write(`  ${c.blue('tool     ')}  ${pad(`${result.is_error ? c.red('✗') : c.green('✓')} ${preview(first.trim(), WIDTH - 2)}`, WIDTH)}`)
+    line(acked(session.append({ role: 'user', content: [result] })))
+    return result
+  }
+  const found = await round(recall.search)
+  const hit = found.content.match(/session (\S+) .*? · uuid (\S+) /)
+  if (found.is_error || !hit || !hit[1] || !hit[2]) {
+    line(c.red(`  ✗ the search found nothing: ${found.content}`))
+    return false
+  }
+  const read = await round(recall.read(hit[1], hit[2]))
+  const decision = read.content.split('\n').find((l) => l.includes('Decision:'))
+  if (read.is_error || !decision) {
+    line(c.red(`  ✗ the earlier decision was not read back: ${read.content}`))
+    return false
+  }
+  const answer = 'Yes. Last week we decided to keep every date in UTC and format with toISOString().slice(0, 10). ' +
+    'The fix keeps setUTCDate/getUTCDate and formats the UTC day, so it follows that decision.'
+  write(`  ${role('assistant')}  ${pad(preview(answer, WIDTH), WIDTH)}`)
+  line(acked(session.append(recall.respond([recall.thinking('The earlier session says: ' + decision.replace(/^\[seq \d+\] /, '')), recall.text(answer)], 'end_turn', [200, 0, 16100, 70]).message, { provider: 'anthropic' })))
+  const problems = validateMessages(session.messages)
+  line(`  ${problems.length === 0 ? c.green('✓') : c.red('✗')} recalled from the earlier session: ${c.dim(preview(decision.replace(/^\[seq \d+\] assistant: /, ''), 70))}; ` +
+    `validateMessages finds ${problems.length === 0 ? 'no problem' : JSON.stringify(problems)}`)
+  line()
+  return problems.length === 0
+}
+
+/**
  * Shows the plan, recovers, and checks the repaired history the way the provider would.
  * @param {Session} session
  */
@@ -285,9 +353,17 @@ async function main() {
   let store = null
   /** @type {string | null} */
   let sessionId = null
+  /** @type {string | null} */
+  let earlierId = null
   try {
     line(c.bold('Threadline demo') + ': an agent session that survives SIGKILL')
     line(c.dim(`store ${dbPath} (durability: process)`))
+    line()
+
+    // 0. An earlier session, a week before: the resumed agent recalls it (step 3).
+    const before = Store.open(dbPath)
+    earlierId = writeEarlier(before)
+    before.close()
     line()
 
     // 1. The agent process, killed half-way.
@@ -320,8 +396,9 @@ async function main() {
     line()
     if (!(await recoverSession(session))) return 1
     for (const step of steps.slice(session.messages.length)) play(session, step)
-    session.setStatus('completed')
     line()
+    if (!(await recallEarlier(store, session))) return 1
+    session.setStatus('completed')
 
     // 3. What the session holds now.
     printTranscript(session)
@@ -336,6 +413,7 @@ async function main() {
   } finally {
     if (store) {
       if (!tmp && sessionId) store.deleteSession(sessionId)
+      if (!tmp && earlierId) store.deleteSession(earlierId)
       store.close()
     }
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true })

@@ -106,9 +106,39 @@ const steps = [
   ], 'end_turn', [60, 0, 15800, 71]),
 ]
 
+// An earlier session in the same store (a week before): the resumed agent recalls its decision
+// through the recall tools.
+const earlier = {
+  title: 'Due dates a day early in UTC-8',
+  /** @type {Message[]} */
+  messages: [
+    { role: 'user', content: [text('Users in UTC-8 see due dates one day early. What should we do about dates?')] },
+    response([
+      thinking('Local-time getters shift the day for users west of UTC. The fix is to never use them.'),
+      text('Decision: keep every date in UTC end to end. Compute with setUTCDate/getUTCDate only, and format with toISOString().slice(0, 10); never use the local-time getters.'),
+    ], 'end_turn', [900, 0, 0, 64]).message,
+    { role: 'user', content: [text('Agreed. Write that down.')] },
+    response([text('Noted in docs/dates.md: UTC everywhere, toISOString().slice(0, 10) to format.')], 'end_turn', [40, 0, 960, 30]).message,
+  ],
+}
+
+// The resumed agent's recall: a question about the earlier session, the model's two tool calls
+// (search, then read around the hit; their results come from the real tools) and its answer.
+const recall = {
+  prompt: 'Last week we settled how dates must be handled. Does this fix follow that?',
+  search: toolUse('toolu_06Recall', 'session_search', { query: 'dates UTC' }),
+  /** @param {string} sessionId @param {string} uuid */
+  read: (sessionId, uuid) => toolUse('toolu_07Recall', 'session_read', { session_id: sessionId, around_uuid: uuid }),
+  respond: response,
+  thinking,
+  text,
+}
+
 module.exports = {
   MODEL,
   steps,
+  earlier,
+  recall,
   // The agent process kills itself while running the second tool of step 4 (the grep): the
   // read_file before it finished and was recorded in the journal, its tool_result message never
   // appended.

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
-use threadline::{SessionFilter, SessionOptions, Store, StoreOptions, VerifyOptions};
+use threadline::{
+    RecallOptions, SearchOptions, SessionFilter, SessionOptions, Store, StoreOptions, VerifyOptions,
+};
 
 use crate::error::{parse_opt, to_json, OrThrow, Result};
 use crate::session::NativeSession;
@@ -114,6 +116,46 @@ impl NativeStore {
     pub fn delete_session(&self, id: String) -> Result<()> {
         crate::error::guard("deleteSession", || {
             self.inner.delete_session(&id).or_throw()
+        })
+    }
+
+    /// Searches every session; the page as JSON.
+    #[napi(catch_unwind)]
+    pub fn search(&self, query: String, options_json: Option<String>) -> Result<String> {
+        crate::error::guard("search", || {
+            let options: SearchOptions = parse_opt(options_json, "search: options")?;
+            to_json(&self.inner.search(&query, &options).or_throw()?)
+        })
+    }
+
+    /// The recall tools' definitions as JSON (checks the options).
+    #[napi(catch_unwind)]
+    pub fn recall_tools(&self, options_json: Option<String>) -> Result<String> {
+        crate::error::guard("recallTools", || {
+            let options: RecallOptions = parse_opt(options_json, "recallTools: options")?;
+            let tools = self.inner.recall_tools(options).or_throw()?;
+            to_json(&serde_json::json!({
+                "anthropic": tools.anthropic(),
+                "openaiChat": tools.openai_chat(),
+                "openaiResponses": tools.openai_responses(),
+                "names": tools.names(),
+            }))
+        })
+    }
+
+    /// Answers a recall tool call (JSON); the tool_result block as JSON.
+    #[napi(catch_unwind)]
+    pub fn recall_handle(&self, options_json: Option<String>, call_json: String) -> Result<String> {
+        crate::error::guard("recallTools.handle", || {
+            let options: RecallOptions = parse_opt(options_json, "recallTools: options")?;
+            let tools = self.inner.recall_tools(options).or_throw()?;
+            let result = match threadline::parse(&call_json) {
+                Ok(call) => tools.handle(&call).or_throw()?,
+                // A call that is not JSON we can read is the model's (or its parser's) mistake.
+                Err(e) => serde_json::json!({"type": "tool_result", "tool_use_id": "",
+                    "content": format!("the call: {}", e.message()), "is_error": true}),
+            };
+            to_json(&result)
         })
     }
 

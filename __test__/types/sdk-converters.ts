@@ -126,3 +126,34 @@ export function contextsTheSdksAccept(session: Session): void {
   const ids: IdMap = chat.stats.idMap
   void anthropicRequest, chatRequest, responsesRequest, warnings, ids
 }
+
+// The recall tools as the SDKs take them, and their results as tool_result blocks.
+export async function recallToolsTheSdksAccept(store: import('threadline').Store): Promise<void> {
+  const tools = store.recallTools({ excludeSessionId: 'current', maxResultTokens: 2000 })
+  const anthropicTools: Anthropic.Tool[] = tools.anthropic
+  const chatTools: OpenAI.Chat.Completions.ChatCompletionTool[] = tools.openaiChat
+  const responsesTools: OpenAI.Responses.FunctionTool[] = tools.openaiResponses
+  const request: Anthropic.MessageCreateParamsNonStreaming = {
+    model: 'claude-sonnet-4-5', max_tokens: 1024, tools: tools.anthropic,
+    messages: [{ role: 'user', content: 'What did we decide last week?' }],
+  }
+  const response: Anthropic.Message = await new (await import('@anthropic-ai/sdk')).default().messages.create(request)
+  for (const block of response.content) {
+    if (block.type !== 'tool_use') continue
+    const result: Anthropic.ToolResultBlockParam = await tools.handle(block)
+    void result
+  }
+  const chat: OpenAI.Chat.Completions.ChatCompletion = await new (await import('openai')).default().chat.completions.create({
+    model: 'gpt-4.1', tools: tools.openaiChat, messages: [{ role: 'user', content: 'hi' }],
+  })
+  for (const call of chat.choices[0]?.message.tool_calls ?? []) {
+    if (call.type === 'function') void (await tools.handle(call))
+  }
+  const r: OpenAI.Responses.Response = await new (await import('openai')).default().responses.create({
+    model: 'gpt-4.1', tools: tools.openaiResponses, input: 'hi',
+  })
+  for (const item of r.output) {
+    if (item.type === 'function_call') void (await tools.handle(item))
+  }
+  void anthropicTools, chatTools, responsesTools
+}

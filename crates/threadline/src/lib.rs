@@ -68,6 +68,7 @@ mod open_file;
 mod options;
 mod owner;
 mod readahead;
+pub mod recall;
 mod recovery;
 mod response;
 mod schema;
@@ -99,6 +100,7 @@ pub use options::{
     from_json, Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
 };
 pub use readahead::{message_pages, pages, PageStream, Source};
+pub use recall::{Field, RecallOptions, RecallTools, SearchHit, SearchOptions, SearchPage};
 pub use recovery::{RecoverOptions, RecoveryReport, Repair, RepairKind, UnknownOutcome};
 pub use response::{ResponseOptions, ResponseWriter};
 pub use session::{ContextFill, MessageView, Page, RestoreReport, Session, Skipped, PAGE_BYTES};

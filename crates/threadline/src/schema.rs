@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// "THLN"
 pub const APPLICATION_ID: i64 = 0x5448_4C4E;
-pub const VERSION: i64 = 4;
+pub const VERSION: i64 = 5;
 pub const SEQ_BITS: u32 = 36;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a store from version i to i + 1.
@@ -106,10 +106,19 @@ UPDATE sessions SET records = coalesce(
   (SELECT id - (sessions.num << 36) + 1 FROM records
    WHERE id BETWEEN sessions.num << 36 AND (sessions.num << 36) + (1 << 36) - 1 ORDER BY id DESC LIMIT 1), 0);
 "#,
+    // The search index (recall/index.rs), and where building it for the records already stored
+    // stands: it is built at the first search, not here, so opening a large store stays quick.
+    // (The index's table itself is made by `recall::index::CREATE` before this runs.)
+    r#"
+CREATE TABLE search_build(next_id INTEGER NOT NULL);
+INSERT INTO search_build(next_id) SELECT 0 WHERE EXISTS (SELECT 1 FROM records);
+"#,
 ];
 
 /// The version whose migration adds checksums: the rows already stored get theirs computed.
 const CHECKSUMS: i64 = 4;
+/// The version that adds the search index.
+const SEARCH: i64 = 5;
 
 /// Checks that `conn` is a Threadline store (or an empty file to make one) and migrates it.
 pub fn prepare(conn: &Connection, readonly: bool) -> Result<()> {
@@ -195,6 +204,9 @@ fn migrate(conn: &Connection) -> Result<()> {
             return Err(newer(from));
         }
         for (to, sql) in (1..).zip(MIGRATIONS).skip(from as usize) {
+            if to == SEARCH {
+                conn.execute_batch(crate::recall::index::CREATE)?;
+            }
             conn.execute_batch(sql)?;
             if to == CHECKSUMS {
                 crate::checksum::fill(conn)?;

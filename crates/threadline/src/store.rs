@@ -298,6 +298,7 @@ impl Store {
             )?;
             tx.execute("DELETE FROM sessions WHERE num = ?1", [num])?;
             crate::journal::delete_session(&tx, num)?;
+            crate::recall::index::delete_session(&tx, num)?;
             crate::blob::collect_garbage(&tx)?;
             tx.commit()?;
             // The deleted rows are zeroed in the database pages, but older copies of those pages

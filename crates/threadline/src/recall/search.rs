@@ -1,0 +1,423 @@
+//! `Store::search`: BM25 ranking over the fields asked for (FTS5's `bm25`, recency breaking
+//! ties), filters, snippets cut from the records, and cursor paging.
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::fields::{self, Field};
+use super::index;
+use super::query::{self, Query};
+use crate::error::{Error, Result};
+use crate::message::Role;
+use crate::schema::SEQ_BITS;
+use crate::session::Session;
+use crate::store::Store;
+
+pub const DEFAULT_LIMIT: u64 = 20;
+pub const MAX_LIMIT: u64 = 200;
+/// Characters of context a snippet shows around its first match.
+const SNIPPET_CHARS: usize = 200;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchOptions {
+    pub project: Option<String>,
+    pub session_id: Option<String>,
+    pub exclude_session_id: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub roles: Option<Vec<Role>>,
+    pub fields: Option<Vec<Field>>,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    pub session_id: String,
+    pub uuid: String,
+    pub seq: u64,
+    pub timestamp: String,
+    pub role: Role,
+    pub field: Field,
+    /// the match in context, each matching word between `**`
+    pub snippet: String,
+    /// higher is better (BM25, negated)
+    pub score: f64,
+    pub session: HitSession,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HitSession {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchPage {
+    pub hits: Vec<SearchHit>,
+    pub next_cursor: Option<String>,
+}
+
+impl Store {
+    /// Searches every session of the store (see the query syntax in `recall::query`).
+    pub fn search(&self, text: &str, options: &SearchOptions) -> Result<SearchPage> {
+        self.search_inner(text, options)
+            .map_err(|e| e.during("search"))
+    }
+
+    fn search_inner(&self, text: &str, o: &SearchOptions) -> Result<SearchPage> {
+        let query = query::parse(text)?;
+        let plan = Plan::of(text, o)?;
+        let conn = self.shared().lock()?;
+        if index::pending(&conn)?.is_some() {
+            if self.options().readonly {
+                return Err(Error::StoreIo(
+                    "the search index of this store is not built yet: open it writable once".into(),
+                ));
+            }
+            index::ensure_built(&conn)?;
+        }
+        let rows = match plan.rows(&conn, &query) {
+            Err(e) if index::is_index_damage(&e) && !self.options().readonly => {
+                // A damaged or missing index is built anew, then asked again.
+                let tx = crate::txn::Txn::immediate(&conn)?;
+                index::reset(&tx)?;
+                tx.commit()?;
+                index::ensure_built(&conn)?;
+                plan.rows(&conn, &query)?
+            }
+            other => other?,
+        };
+        let more = rows.len() as u64 > plan.limit;
+        let mut hits = Vec::new();
+        for row in rows.into_iter().take(plan.limit as usize) {
+            hits.push(hit(&conn, row, &plan.fields, &query)?);
+        }
+        let next_cursor = more.then(|| cursor(plan.offset + plan.limit, plan.key));
+        Ok(SearchPage { hits, next_cursor })
+    }
+}
+
+/// What one search asks, checked.
+struct Plan<'o> {
+    o: &'o SearchOptions,
+    fields: Vec<Field>,
+    roles: Vec<&'static str>,
+    since_ms: Option<i64>,
+    until_ms: Option<i64>,
+    limit: u64,
+    offset: u64,
+    /// identifies the query and its options, so a cursor is not used for another search
+    key: u32,
+}
+
+struct Row {
+    id: i64,
+    rank: f64,
+    session_id: String,
+    title: Option<String>,
+    project: Option<String>,
+}
+
+impl<'o> Plan<'o> {
+    fn of(text: &str, o: &'o SearchOptions) -> Result<Plan<'o>> {
+        let fields = match &o.fields {
+            None => Field::DEFAULT.to_vec(),
+            Some(f) if f.is_empty() => {
+                return Err(Error::InvalidInput(
+                    "options.fields: name at least one field".into(),
+                ))
+            }
+            Some(f) => Field::ALL.into_iter().filter(|x| f.contains(x)).collect(),
+        };
+        let roles = match &o.roles {
+            None => vec!["user", "assistant"],
+            Some(r) if r.is_empty() => {
+                return Err(Error::InvalidInput(
+                    "options.roles: name at least one role".into(),
+                ))
+            }
+            Some(r) => r
+                .iter()
+                .map(|r| match r {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                })
+                .collect(),
+        };
+        let time = |s: &Option<String>, name: &str| -> Result<Option<i64>> {
+            s.as_deref()
+                .map(|s| {
+                    crate::clock::parse_ms(s).ok_or_else(|| {
+                        Error::InvalidInput(format!(
+                            "options.{name}: expected an ISO 8601 date-time, got '{s}'"
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        let limit = o.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(Error::InvalidInput(format!(
+                "options.limit: expected 1 to {MAX_LIMIT}, got {limit}"
+            )));
+        }
+        let mut keyed = o.clone();
+        keyed.cursor = None;
+        let key = crc32fast::hash(
+            format!(
+                "{text}\u{0}{}",
+                serde_json::to_string(&keyed).unwrap_or_default()
+            )
+            .as_bytes(),
+        );
+        let offset = match &o.cursor {
+            None => 0,
+            Some(c) => parse_cursor(c, key)?,
+        };
+        Ok(Plan {
+            o,
+            fields,
+            roles,
+            since_ms: time(&o.since, "since")?,
+            until_ms: time(&o.until, "until")?,
+            limit,
+            offset,
+            key,
+        })
+    }
+
+    /// One more row than the page holds (to know whether another page follows).
+    fn rows(&self, conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Row>> {
+        let matching = format!(
+            "{} : ({})",
+            index::column_filter(&self.fields),
+            q.expression
+        );
+        let roles = self
+            .roles
+            .iter()
+            .map(|r| format!("'{r}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // Weights of the columns (text, thinking, tool_input, tool_output): what was said
+        // counts more than what a tool printed.
+        let sql = format!(
+            "SELECT search.rowid, bm25(search, 1.0, 0.6, 0.8, 0.5), s.id, s.title, s.project
+             FROM search
+             JOIN records r ON r.id = search.rowid
+             JOIN sessions s ON s.num = (search.rowid >> {SEQ_BITS})
+             WHERE search MATCH ?1 AND r.role IN ({roles})
+               AND (?2 IS NULL OR s.project = ?2) AND (?3 IS NULL OR s.id = ?3)
+               AND (?4 IS NULL OR s.id <> ?4)
+               AND (?5 IS NULL OR unixepoch(r.timestamp, 'subsec') * 1000 >= ?5)
+               AND (?6 IS NULL OR unixepoch(r.timestamp, 'subsec') * 1000 <= ?6)
+             ORDER BY 2, r.timestamp DESC, search.rowid DESC
+             LIMIT ?7 OFFSET ?8"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt
+            .query_map(
+                rusqlite::params![
+                    matching,
+                    self.o.project,
+                    self.o.session_id,
+                    self.o.exclude_session_id,
+                    self.since_ms,
+                    self.until_ms,
+                    (self.limit + 1) as i64,
+                    self.offset as i64,
+                ],
+                |r| {
+                    Ok(Row {
+                        id: r.get(0)?,
+                        rank: r.get(1)?,
+                        session_id: r.get(2)?,
+                        title: r.get(3)?,
+                        project: r.get(4)?,
+                    })
+                },
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+}
+
+fn hit(conn: &Connection, row: Row, fields: &[Field], q: &Query) -> Result<SearchHit> {
+    let (num, seq) = (row.id >> SEQ_BITS, (row.id & ((1 << SEQ_BITS) - 1)) as u64);
+    let env = Session::record(conn, num, seq)?.ok_or_else(|| {
+        crate::checksum::damaged(
+            conn,
+            num,
+            seq,
+            "the search index names a record that is not stored",
+        )
+    })?;
+    let message = env.get("message").unwrap_or(&Value::Null);
+    let texts = fields::texts(message);
+    let (field, snippet) = snippet(&texts, fields, &q.marks);
+    let str_of = |k: &str| env.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let role = match message.get("role").and_then(Value::as_str) {
+        Some("assistant") => Role::Assistant,
+        _ => Role::User,
+    };
+    Ok(SearchHit {
+        session_id: row.session_id,
+        uuid: str_of("uuid"),
+        seq,
+        timestamp: str_of("timestamp"),
+        role,
+        field,
+        snippet,
+        score: -row.rank,
+        session: HitSession {
+            title: row.title,
+            project: row.project,
+        },
+    })
+}
+
+/// The first field (of those searched) where a word of the query is found, and the text around
+/// its first match with every match marked.
+pub(crate) fn snippet(texts: &[String; 4], fields: &[Field], marks: &[String]) -> (Field, String) {
+    let marks: Vec<Vec<char>> = marks.iter().map(|m| m.chars().collect()).collect();
+    let found = fields
+        .iter()
+        .find_map(|&f| find(&texts[f.index()], &marks).map(|at| (f, at)));
+    let (field, at) = found.unwrap_or_else(|| {
+        let f = fields
+            .iter()
+            .copied()
+            .find(|f| !texts[f.index()].is_empty())
+            .unwrap_or(Field::Text);
+        (f, 0)
+    });
+    (field, cut(&texts[field.index()], at, &marks))
+}
+
+/// The char index of the first match of any of `marks` in `text`, matched without regard to
+/// case at the start of a word.
+fn find(text: &str, marks: &[Vec<char>]) -> Option<usize> {
+    let chars: Vec<char> = text.chars().collect();
+    (0..chars.len()).find(|&i| find_at(&chars, marks, i).is_some())
+}
+
+fn lower(c: char) -> char {
+    c.to_lowercase().next().unwrap_or(c)
+}
+
+/// About `SNIPPET_CHARS` characters of `text` around char `at`, on one line, matches marked.
+fn cut(text: &str, at: usize, marks: &[Vec<char>]) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let start = at.saturating_sub(SNIPPET_CHARS / 3);
+    let end = (start + SNIPPET_CHARS).min(chars.len());
+    let wchars = &chars[start..end];
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    let mut i = 0;
+    while i < wchars.len() {
+        match find_at(wchars, marks, i) {
+            Some(len) => {
+                out.push_str("**");
+                out.extend(&wchars[i..i + len]);
+                out.push_str("**");
+                i += len;
+            }
+            None => {
+                let c = wchars[i];
+                out.push(if c.is_whitespace() { ' ' } else { c });
+                i += 1;
+            }
+        }
+    }
+    if end < chars.len() {
+        out.push('…');
+    }
+    collapse_spaces(&out)
+}
+
+/// The length of the longest mark matching at `i`, the start of a word.
+fn find_at(chars: &[char], marks: &[Vec<char>], i: usize) -> Option<usize> {
+    if i > 0 && chars[i - 1].is_alphanumeric() && !super::index::is_cjk(chars[i]) {
+        return None;
+    }
+    marks
+        .iter()
+        .filter(|m| {
+            !m.is_empty()
+                && i + m.len() <= chars.len()
+                && chars[i..i + m.len()]
+                    .iter()
+                    .map(|&c| lower(c))
+                    .eq(m.iter().copied())
+        })
+        .map(Vec::len)
+        .max()
+}
+
+fn collapse_spaces(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut space = false;
+    for c in s.chars() {
+        if c == ' ' {
+            if !space {
+                out.push(c);
+            }
+            space = true;
+        } else {
+            out.push(c);
+            space = false;
+        }
+    }
+    out.trim().to_string()
+}
+
+fn cursor(offset: u64, key: u32) -> String {
+    format!("{offset}.{key:08x}")
+}
+
+fn parse_cursor(c: &str, key: u32) -> Result<u64> {
+    let bad = || {
+        Error::InvalidInput(
+            "options.cursor: not a cursor of this search (pass back nextCursor with the same query and options)".into(),
+        )
+    };
+    let (offset, k) = c.split_once('.').ok_or_else(bad)?;
+    if k != format!("{key:08x}") {
+        return Err(bad());
+    }
+    offset.parse().map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_mark_every_match_and_keep_to_one_line() {
+        let texts = [
+            "We decided the Auth flow\nuses PKCE; auth tokens last an hour.".to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
+        let (f, s) = snippet(&texts, &Field::DEFAULT, &["auth".into()]);
+        assert_eq!(f, Field::Text);
+        assert_eq!(
+            s,
+            "We decided the **Auth** flow uses PKCE; **auth** tokens last an hour."
+        );
+        // a word inside another is not a match
+        let (_, s) = snippet(&texts, &Field::DEFAULT, &["uth".into()]);
+        assert!(!s.contains("**"), "{s}");
+    }
+}

@@ -1,0 +1,77 @@
+//! Search and the recall tools from Rust, without Node: a real Claude Code session restored,
+//! found by a phrase and an identifier, and a model's call answered.
+
+use serde_json::{json, Value};
+use threadline::{RecallOptions, SearchOptions, SessionOptions, Store, StoreOptions};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../fixtures/claude-code/tool_heavy.jsonl"
+);
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recall.db");
+    let store = Store::open(Some(path.to_str().unwrap()), StoreOptions::default()).unwrap();
+    let s = store
+        .create_session(SessionOptions {
+            id: Some("tools".into()),
+            project: Some("spotter".into()),
+            ..SessionOptions::default()
+        })
+        .unwrap();
+    let lines: Vec<Value> = std::fs::read_to_string(FIXTURE)
+        .unwrap()
+        .lines()
+        .map(|l| Value::String(l.to_string()))
+        .collect();
+    s.restore_messages(lines).unwrap();
+    (dir, store)
+}
+
+#[test]
+fn a_phrase_and_an_identifier_are_found_in_their_records() {
+    let (_dir, store) = store();
+    let page = store
+        .search("\"start phoenix\"", &SearchOptions::default())
+        .unwrap();
+    // the prompt, and the description of the command the model ran for it
+    let mut snippets: Vec<&str> = page.hits.iter().map(|h| h.snippet.as_str()).collect();
+    snippets.sort();
+    assert_eq!(
+        snippets,
+        [
+            "**start** **phoenix** in background",
+            "Bash command: mix phx.server description: **Start** **Phoenix** server in background run_in_background: true",
+        ]
+    );
+    let page = store
+        .search("run_in_background", &SearchOptions::default())
+        .unwrap();
+    assert!(!page.hits.is_empty());
+    assert!(page
+        .hits
+        .iter()
+        .all(|h| h.field == threadline::Field::ToolInput));
+    let e = store
+        .search("\"open", &SearchOptions::default())
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+}
+
+#[test]
+fn a_models_call_is_answered_and_its_mistakes_are_is_error_results() {
+    let (_dir, store) = store();
+    let tools = store.recall_tools(RecallOptions::default()).unwrap();
+    let r = tools
+        .handle(&json!({"type": "tool_use", "id": "t1", "name": "session_search", "input": {"query": "phoenix"}}))
+        .unwrap();
+    assert_eq!(r["tool_use_id"], "t1");
+    assert!(r.get("is_error").is_none(), "{r}");
+    assert!(r["content"].as_str().unwrap().contains("session tools"));
+    let r = tools
+        .handle(&json!({"name": "session_read", "input": {"session_id": 7}}))
+        .unwrap();
+    assert_eq!(r["is_error"], true);
+    assert_eq!(r["content"], "session_id: expected a string, got a number");
+}
