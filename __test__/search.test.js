@@ -239,7 +239,7 @@ describe('an index missing, damaged or not built yet', () => {
       return out
     })()
     const db = new Database(file)
-    db.exec('DROP TABLE search; DROP TABLE search_build; PRAGMA user_version = 4')
+    db.exec('DROP TABLE search; ALTER TABLE sessions DROP COLUMN indexed; PRAGMA user_version = 4')
     db.close()
     const store = Store.open(file)
     t.after(() => store.close())

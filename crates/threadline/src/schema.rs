@@ -106,12 +106,11 @@ UPDATE sessions SET records = coalesce(
   (SELECT id - (sessions.num << 36) + 1 FROM records
    WHERE id BETWEEN sessions.num << 36 AND (sessions.num << 36) + (1 << 36) - 1 ORDER BY id DESC LIMIT 1), 0);
 "#,
-    // The search index (recall/index.rs), and where building it for the records already stored
-    // stands: it is built at the first search, not here, so opening a large store stays quick.
-    // (The index's table itself is made by `recall::index::CREATE` before this runs.)
+    // (The index's table itself is made by `recall::index::CREATE` before this runs.) How many
+    // of each session's records are indexed: the records stored before are indexed at the first
+    // search, not here, so opening a large store stays quick.
     r#"
-CREATE TABLE search_build(next_id INTEGER NOT NULL);
-INSERT INTO search_build(next_id) SELECT 0 WHERE EXISTS (SELECT 1 FROM records);
+ALTER TABLE sessions ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
 "#,
 ];
 

@@ -658,11 +658,6 @@ impl Writer<'_> {
                 .map(|v| rusqlite::types::ToSqlOutput::Borrowed(*v)),
         ))?;
         blob::put(conn, id, &enc.blobs)?;
-        if facts.is_some() && crate::recall::index::indexable(&d.env) {
-            if let Some(message) = d.env.get("message") {
-                crate::recall::index::add(conn, id, message)?;
-            }
-        }
         if let Some(f) = facts.filter(|f| !f.calls.is_empty() || !f.results.is_empty()) {
             let denied = d.env.get("toolUseResult").and_then(Value::as_str)
                 == Some("User rejected tool use");

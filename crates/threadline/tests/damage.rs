@@ -509,12 +509,13 @@ fn a_version_3_store_is_migrated_with_checksums() {
     let (_dir, clean, trial) = temp();
     let pristine = reads(&clean);
     std::fs::copy(&clean, &trial).unwrap();
-    // The store as version 3 had it: no checksum columns, no record count.
+    // The store as version 3 had it: no checksum columns, no record count (and no search index).
     let conn = Connection::open(&trial).unwrap();
     conn.execute_batch(
         "ALTER TABLE records DROP COLUMN crc; ALTER TABLE records DROP COLUMN meta_crc;
          ALTER TABLE blobs DROP COLUMN crc; ALTER TABLE tool_calls DROP COLUMN crc;
-         ALTER TABLE sessions DROP COLUMN records; PRAGMA user_version = 3;",
+         ALTER TABLE sessions DROP COLUMN records;
+         DROP TABLE search; ALTER TABLE sessions DROP COLUMN indexed; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -527,7 +528,7 @@ fn a_version_3_store_is_migrated_with_checksums() {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
 }
 
 #[test]

@@ -261,7 +261,7 @@ mod tests {
         // FTS5 syntax is only text.
         assert_eq!(
             expr("text:secret NEAR(a b) ^x"),
-            r#""text secret" AND "near a b" AND "x""#
+            r#""text secret" AND "near a" AND "b" AND "x""#
         );
     }
 }

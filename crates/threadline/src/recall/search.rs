@@ -76,21 +76,19 @@ impl Store {
         let query = query::parse(text)?;
         let plan = Plan::of(text, o)?;
         let conn = self.shared().lock()?;
-        if index::pending(&conn)?.is_some() {
-            if self.options().readonly {
-                return Err(Error::StoreIo(
-                    "the search index of this store is not built yet: open it writable once".into(),
-                ));
-            }
-            index::ensure_built(&conn)?;
+        // What was committed since the last search is indexed first (a readonly store searches
+        // what its writers have indexed).
+        let writable = !self.options().readonly;
+        if writable {
+            index::catch_up(&conn)?;
         }
         let rows = match plan.rows(&conn, &query) {
-            Err(e) if index::is_index_damage(&e) && !self.options().readonly => {
-                // A damaged or missing index is built anew, then asked again.
+            Err(e) if index::is_index_damage(&e) && writable => {
+                // A damaged or missing index is made anew, filled, then asked again.
                 let tx = crate::txn::Txn::immediate(&conn)?;
                 index::reset(&tx)?;
                 tx.commit()?;
-                index::ensure_built(&conn)?;
+                index::catch_up(&conn)?;
                 plan.rows(&conn, &query)?
             }
             other => other?,
