@@ -223,6 +223,24 @@ describe('the index and the append share a transaction', () => {
   })
 })
 
+describe('a readonly store', () => {
+  test('searches what its writers have indexed, and never writes', (t) => {
+    const file = path.join(tmpDir(t), 'ro.db')
+    const writer = Store.open(file)
+    t.after(() => writer.close())
+    const s = writer.createSession({ id: 'w' })
+    s.append('the first gazelle')
+    assert.equal(writer.search('gazelle').hits.length, 1) // indexed by this search
+    s.append('the second gazelle')
+    const reader = Store.open(file, { readonly: true })
+    t.after(() => reader.close())
+    // the second record is committed but not indexed until a writer searches
+    assert.deepEqual(reader.search('gazelle').hits.map((h) => h.seq), [0])
+    assert.equal(writer.search('gazelle').hits.length, 2)
+    assert.equal(reader.search('gazelle').hits.length, 2)
+  })
+})
+
 describe('an index missing, damaged or not built yet', () => {
   function storeWith(t, name) {
     const file = path.join(tmpDir(t), name)

@@ -15,7 +15,8 @@
 // 10k-message session), also runnable alone: node --expose-gc bench/recovery.js [stream,paced,recover].
 // BENCH_RECOVERY=0 skips them here. Then resuming a compacted session (bench/resume.js: 100k
 // records compacted to 2k vs 2k; BENCH_RESUME=0 skips it) and the accuracy of token estimates
-// on the real Claude Code fixtures (bench/estimate.js, no timing; BENCH_ESTIMATE=0 skips it).
+// on the real Claude Code fixtures (bench/estimate.js, no timing; BENCH_ESTIMATE=0 skips it),
+// long sessions (bench/long.js; BENCH_LONG=0) and search (bench/search.js; BENCH_SEARCH=0).
 
 const fs = require('fs')
 const os = require('os')
@@ -389,6 +390,11 @@ async function main() {
       log('long sessions (bench/long.js): 20k and 200k records')
       results.long = require('./long.js').run({ log })
     }
+    if (process.env.BENCH_SEARCH !== '0' && !QUICK) {
+      // BENCH_SEARCH_BASELINE=<a build before the index>.node adds appends without the index
+      log('search (bench/search.js): appends with the index, a store of 1,000,000 real records')
+      results.search = require('./search.js').run({ log })
+    }
   } finally {
     launcher.stdin.end()
     if (process.env.BENCH_KEEP !== '1') fs.rmSync(dir, { recursive: true, force: true })
@@ -446,6 +452,7 @@ function printTable(results) {
   if (results.resume) lines.push(require('./resume.js').format(results.resume), '')
   if (results.estimate) lines.push(require('./estimate.js').format(results.estimate), '')
   if (results.long) lines.push(require('./long.js').format(results.long), '')
+  if (results.search) lines.push(require('./search.js').format(results.search), '')
   lines.push(`elapsed ${results.elapsedSeconds.toFixed(0)} s; results in ${path.relative(process.cwd(), RESULTS) || RESULTS}`)
   console.log(lines.join('\n'))
 }
