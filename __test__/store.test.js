@@ -302,6 +302,17 @@ test('processes creating the same new store at the same moment all open it and w
   }
 })
 
+// How many file descriptors of this process are open on `file` (or its -wal, -shm).
+function handlesOfFile(file) {
+  return fs.readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)
+    } catch {
+      return false
+    }
+  }).length
+}
+
 // Opens `n` stores on `file` and drops them without close(). (Not inline in an async test: a
 // suspended async function can keep the last of them alive in a saved register.)
 function dropStores(file, n) {
@@ -314,13 +325,7 @@ function dropStores(file, n) {
 test('stores of one process on one file share its connections: dropped stores hold no file handles, and the last close closes the file', { skip: !fs.existsSync('/proc/self/fd') && 'needs /proc/self/fd' }, async (t) => {
   const file = path.join(tmpDir(t), 'shared.db')
   const fds = () => fs.readdirSync('/proc/self/fd').length
-  const handlesOf = () => fs.readdirSync('/proc/self/fd').filter((fd) => {
-    try {
-      return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)
-    } catch {
-      return false
-    }
-  }).length
+  const handlesOf = () => handlesOfFile(file)
   const kept = Store.open(file)
   kept.createSession({ id: 'x' }).append('hi')
   const before = fds()
@@ -348,13 +353,7 @@ test('stores of one process on one file share its connections: dropped stores ho
 
 test('two stores on one file: closing one keeps the other working, closing both closes the file', { skip: !fs.existsSync('/proc/self/fd') && 'needs /proc/self/fd' }, (t) => {
   const file = path.join(tmpDir(t), 'two.db')
-  const handlesOf = () => fs.readdirSync('/proc/self/fd').filter((fd) => {
-    try {
-      return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)
-    } catch {
-      return false
-    }
-  }).length
+  const handlesOf = () => handlesOfFile(file)
   const a = Store.open(file)
   const b = Store.open(file)
   a.createSession({ id: 's' }).append('from a')

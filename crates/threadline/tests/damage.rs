@@ -2,16 +2,14 @@
 //! (column bytes rewritten, raw page bytes flipped), then read through every path. Each read
 //! gives exactly what it gave before, or STORE_CORRUPT.
 
+mod common;
+
 use rusqlite::Connection;
 use serde_json::Value;
 use threadline::{
     ContextOptions, Error, SessionOptions, Store, StoreOptions, Target, VerifyOptions,
 };
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../fixtures/claude-code/tool_heavy.jsonl"
-);
 const ID: &str = "damaged";
 
 /// xorshift64*: deterministic, no dependency.
@@ -44,12 +42,8 @@ fn build(path: &str) {
             ..SessionOptions::default()
         })
         .unwrap();
-    let lines: Vec<Value> = std::fs::read_to_string(FIXTURE)
-        .unwrap()
-        .lines()
-        .map(|l| Value::String(l.to_string()))
-        .collect();
-    s.restore_messages(lines).unwrap();
+    s.restore_messages(common::fixture_lines("tool_heavy.jsonl"))
+        .unwrap();
     s.append_event("note", Some(serde_json::json!({"x": 1})), None)
         .unwrap();
     store.close().unwrap();

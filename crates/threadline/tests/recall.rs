@@ -1,13 +1,10 @@
 //! Search and the recall tools from Rust, without Node: a real Claude Code session restored,
 //! found by a phrase and an identifier, and a model's call answered.
 
-use serde_json::{json, Value};
-use threadline::{RecallOptions, SearchOptions, SessionOptions, Store, StoreOptions};
+mod common;
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../fixtures/claude-code/tool_heavy.jsonl"
-);
+use serde_json::json;
+use threadline::{RecallOptions, SearchOptions, SessionOptions, Store, StoreOptions};
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -20,12 +17,8 @@ fn store() -> (tempfile::TempDir, Store) {
             ..SessionOptions::default()
         })
         .unwrap();
-    let lines: Vec<Value> = std::fs::read_to_string(FIXTURE)
-        .unwrap()
-        .lines()
-        .map(|l| Value::String(l.to_string()))
-        .collect();
-    s.restore_messages(lines).unwrap();
+    s.restore_messages(common::fixture_lines("tool_heavy.jsonl"))
+        .unwrap();
     (dir, store)
 }
 

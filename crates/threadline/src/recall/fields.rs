@@ -64,8 +64,8 @@ pub fn texts(message: &Value) -> [String; 4] {
                     }
                     "tool_result" => {
                         let mut s = String::new();
-                        result_text(b.get("content").unwrap_or(&Value::Null), &mut s);
-                        push(Field::ToolOutput, s.trim_start());
+                        result_text(b.get("content").unwrap_or(&Value::Null), false, &mut s);
+                        push(Field::ToolOutput, s.trim_end());
                     }
                     t if t.ends_with("_tool_result") => {
                         let mut s = String::new();
@@ -81,15 +81,20 @@ pub fn texts(message: &Value) -> [String; 4] {
     out
 }
 
-/// A tool result's content: its string, or its text blocks (images and documents say nothing).
-fn result_text(content: &Value, out: &mut String) {
+/// A tool result's content: its string, or its text blocks, one a line; an image is `[image]`
+/// when `images` says so (a transcript shows it, the index has no use for it).
+pub(crate) fn result_text(content: &Value, images: bool, out: &mut String) {
     match content {
         Value::String(s) => out.push_str(s),
         Value::Array(blocks) => {
             for b in blocks {
-                if let Some(t) = b.get("text").and_then(Value::as_str) {
-                    out.push('\n');
-                    out.push_str(t);
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        out.push_str(b.get("text").and_then(Value::as_str).unwrap_or(""));
+                        out.push('\n');
+                    }
+                    Some("image") if images => out.push_str("[image]\n"),
+                    _ => {}
                 }
             }
         }

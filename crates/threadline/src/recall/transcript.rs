@@ -87,7 +87,11 @@ pub(crate) fn render(env: &Map<String, Value>, seq: u64, session_id: &str, whole
                     }
                     "tool_result" => {
                         let mut text = String::new();
-                        result_text(b.get("content").unwrap_or(&Value::Null), &mut text);
+                        super::fields::result_text(
+                            b.get("content").unwrap_or(&Value::Null),
+                            true,
+                            &mut text,
+                        );
                         let error = b.get("is_error") == Some(&Value::Bool(true));
                         line(format!(
                             "{} of {}: {}",
@@ -113,25 +117,6 @@ pub(crate) fn render(env: &Map<String, Value>, seq: u64, session_id: &str, whole
         _ => {}
     }
     out
-}
-
-fn result_text(content: &Value, out: &mut String) {
-    match content {
-        Value::String(s) => out.push_str(s),
-        Value::Array(blocks) => {
-            for b in blocks {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        out.push_str(b.get("text").and_then(Value::as_str).unwrap_or(""));
-                        out.push('\n');
-                    }
-                    Some("image") => out.push_str("[image]\n"),
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 /// `s` on one line, at most `n` characters.
