@@ -925,7 +925,7 @@ export interface SearchHit {
   field: SearchField
   /** About 200 characters around the first match, on one line, each match between `**`. */
   snippet: string
-  /** Higher is better (BM25); ties go to the newer record. */
+  /** Higher is better (BM25); ties go to the record stored later. */
   score: number
   session: { title?: string; project?: string }
 }
@@ -1094,7 +1094,8 @@ export declare class Store {
   /**
    * Searches the messages of every session: words (all must match), `"exact phrases"`,
    * `prefix*`, `a OR b`, `-excluded`; case and accents ignored; identifiers (`parse_json`,
-   * `fooBar`, paths) and CJK text are found by their parts. Ranked by BM25, newer first on ties.
+   * `fooBar`, paths) and CJK text are found by their parts. Ranked by BM25, the record stored
+   * later first on ties.
    * Compaction summaries, events and repairs are not searched.
    * @throws `INVALID_INPUT` for a query the syntax refuses (an unclosed quote, a lone `OR`, no
    *   words) or a bad option, with the reason; `CLOSED`.

@@ -167,7 +167,8 @@ function queries(file, jsonlDir) {
   // The LIKE scan and ripgrep: three of each kind's queries, once each (each reads everything).
   const Database = require('better-sqlite3')
   const db = new Database(file, { readonly: true })
-  const like = db.prepare("SELECT id FROM records WHERE CAST(message AS TEXT) LIKE ? LIMIT 20")
+  // the newest 20 matches, as goose's chatrecall asks (a scan of every record)
+  const like = db.prepare("SELECT id FROM records WHERE CAST(message AS TEXT) LIKE ? ORDER BY timestamp DESC LIMIT 20")
   const rg = spawnSync('rg', ['--version']).status === 0
   for (const [kind, qs] of Object.entries(QUERIES)) {
     const l = []

@@ -205,20 +205,37 @@ impl<'o> Plan<'o> {
             .map(|r| format!("'{r}'"))
             .collect::<Vec<_>>()
             .join(", ");
-        // Weights of the columns (text, thinking, tool_input, tool_output): what was said
-        // counts more than what a tool printed.
+        let unfiltered = self.o.project.is_none()
+            && self.o.session_id.is_none()
+            && self.o.exclude_session_id.is_none()
+            && self.since_ms.is_none()
+            && self.until_ms.is_none()
+            && self.roles.len() == 2;
+        // Ranked in FTS5 alone first: without filters the page is cut there, and only its rows
+        // are joined with their records and sessions (a common word matches a large part of a
+        // store). Weights of the columns (text, thinking, tool_input, tool_output): what was said
+        // counts more than what a tool printed. Ties go to the record stored later.
+        let page = if unfiltered {
+            "ORDER BY rank, id DESC LIMIT ?7 OFFSET ?8"
+        } else {
+            ""
+        };
         let sql = format!(
-            "SELECT search.rowid, bm25(search, 1.0, 0.6, 0.8, 0.5), s.id, s.title, s.project
-             FROM search
-             JOIN records r ON r.id = search.rowid
-             JOIN sessions s ON s.num = (search.rowid >> {SEQ_BITS})
-             WHERE search MATCH ?1 AND r.role IN ({roles})
+            "WITH ranked AS (
+               SELECT rowid AS id, bm25(search, 1.0, 0.6, 0.8, 0.5) AS rank FROM search
+               WHERE search MATCH ?1 {page})
+             SELECT ranked.id, ranked.rank, s.id, s.title, s.project
+             FROM ranked
+             JOIN records r ON r.id = ranked.id
+             JOIN sessions s ON s.num = (ranked.id >> {SEQ_BITS})
+             WHERE r.role IN ({roles})
                AND (?2 IS NULL OR s.project = ?2) AND (?3 IS NULL OR s.id = ?3)
                AND (?4 IS NULL OR s.id <> ?4)
                AND (?5 IS NULL OR unixepoch(r.timestamp, 'subsec') * 1000 >= ?5)
                AND (?6 IS NULL OR unixepoch(r.timestamp, 'subsec') * 1000 <= ?6)
-             ORDER BY 2, r.timestamp DESC, search.rowid DESC
-             LIMIT ?7 OFFSET ?8"
+             ORDER BY ranked.rank, ranked.id DESC
+             {}",
+            if unfiltered { "" } else { "LIMIT ?7 OFFSET ?8" }
         );
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt
