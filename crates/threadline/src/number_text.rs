@@ -37,8 +37,7 @@ pub fn restore(text: &str, value: &mut Value) {
     let mut next = rewritten.list.into_iter().peekable();
     let mut ordinal = 0;
     visit(value, &mut |n| {
-        if next.peek().is_some_and(|(at, _)| *at == ordinal) {
-            let (_, original) = next.next().expect("peeked");
+        if let Some((_, original)) = next.next_if(|(at, _)| *at == ordinal) {
             *n = Number::from_string_unchecked(original.to_string());
         }
         ordinal += 1;
