@@ -491,6 +491,19 @@ fn history() -> impl Strategy<Value = (bool, Vec<Op>, Vec<Budget>)> {
     )
 }
 
+/// Options for the whole history (no budget), thinking kept.
+fn whole(target: Target, system: Option<Value>) -> ContextOptions {
+    ContextOptions {
+        target,
+        max_tokens: None,
+        max_messages: None,
+        system,
+        tool_result_preview_chars: None,
+        reasoning: Reasoning::Keep,
+        model: None,
+    }
+}
+
 fn problems(target: Target, messages: &[Value]) -> Vec<threadline::Problem> {
     match target {
         Target::Anthropic => validate_messages(messages),
@@ -594,17 +607,7 @@ fn a_history_that_starts_with_tool_calls_or_holds_empty_text_builds_valid_reques
         Target::OpenAiChat,
         Target::OpenAiResponses,
     ] {
-        let c = s
-            .build_context(&ContextOptions {
-                target,
-                max_tokens: None,
-                max_messages: None,
-                system: None,
-                tool_result_preview_chars: None,
-                reasoning: Reasoning::Keep,
-                model: None,
-            })
-            .unwrap();
+        let c = s.build_context(&whole(target, None)).unwrap();
         assert!(
             problems(target, &c.messages).is_empty(),
             "{target:?}: {:?}",
@@ -620,15 +623,7 @@ fn a_history_that_starts_with_tool_calls_or_holds_empty_text_builds_valid_reques
     // A system prompt with no text is no empty system message for OpenAI.
     for system in [json!(""), json!([{"type": "text", "text": " "}])] {
         let c = s
-            .build_context(&ContextOptions {
-                target: Target::OpenAiChat,
-                max_tokens: None,
-                max_messages: None,
-                system: Some(system),
-                tool_result_preview_chars: None,
-                reasoning: Reasoning::Keep,
-                model: None,
-            })
+            .build_context(&whole(Target::OpenAiChat, Some(system)))
             .unwrap();
         assert!(
             validate_openai_chat(&c.messages).is_empty(),
@@ -689,17 +684,7 @@ fn a_long_tool_loop_with_no_prompt_is_left_out_in_linear_time() {
         Target::OpenAiChat,
         Target::OpenAiResponses,
     ] {
-        let c = s
-            .build_context(&ContextOptions {
-                target,
-                max_tokens: None,
-                max_messages: None,
-                system: None,
-                tool_result_preview_chars: None,
-                reasoning: Reasoning::Keep,
-                model: None,
-            })
-            .unwrap();
+        let c = s.build_context(&whole(target, None)).unwrap();
         assert!(problems(target, &c.messages).is_empty());
         assert_eq!(c.messages.len(), 1, "{target:?}");
         assert_eq!(c.stats.unpaired.len(), 8000);
