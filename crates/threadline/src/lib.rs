@@ -48,65 +48,41 @@ macro_rules! record_columns {
     };
 }
 
-mod blob;
-mod branch;
-mod checkpoint;
-mod checksum;
-mod clock;
-mod compaction;
 mod context;
-pub mod convert;
-mod encode;
-mod envelope;
 mod error;
-mod fork;
-mod journal;
-mod json;
-mod message;
-mod number_text;
-mod open_file;
-mod options;
-mod owner;
-mod readahead;
+mod model;
 pub mod recall;
 mod recovery;
-mod response;
-mod schema;
 mod session;
-mod snapshot;
-mod state;
+mod storage;
 mod store;
-mod stream;
-mod txn;
-mod usage;
-mod validate;
-mod verify;
-mod write_order;
 
-pub use branch::Branch;
-pub use compaction::{CompactOptions, CompactionPlan};
+pub use model::convert;
+
+pub use context::compaction::{CompactOptions, CompactionPlan};
 pub use context::{Context, ContextOptions, ContextStats, Reasoning, Target};
-pub use convert::{
+pub use error::{Error, Result};
+pub use model::convert::{
     from_anthropic, from_openai_chat, from_openai_responses, to_anthropic, to_openai_chat,
     to_openai_responses, validate_openai_chat, validate_openai_responses, Converted, FromConverted,
     Warning,
 };
-pub use envelope::Draft;
-pub use error::{Error, Result};
-pub use journal::CallState;
-pub use json::{parse, MAX_RECORD_BYTES};
-pub use message::Role;
-pub use options::{
+pub use model::envelope::Draft;
+pub use model::json::{parse, MAX_RECORD_BYTES};
+pub use model::message::Role;
+pub use model::options::{
     from_json, Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
 };
-pub use readahead::{message_pages, pages, PageStream, Source};
+pub use model::state::{TokenPatch, TokenTracker, Turn, TurnStatus};
+pub use model::stream::{Assembler, Pushed};
+pub use model::usage::Usage;
+pub use model::validate::{validate_messages, Problem, ProblemCode};
 pub use recall::{Field, RecallOptions, RecallTools, SearchHit, SearchOptions, SearchPage};
+pub use recovery::response::{ResponseOptions, ResponseWriter};
 pub use recovery::{RecoverOptions, RecoveryReport, Repair, RepairKind, UnknownOutcome};
-pub use response::{ResponseOptions, ResponseWriter};
+pub use session::branch::Branch;
+pub use session::readahead::{message_pages, pages, PageStream, Source};
 pub use session::{ContextFill, MessageView, Page, RestoreReport, Session, Skipped, PAGE_BYTES};
-pub use state::{TokenPatch, TokenTracker, Turn, TurnStatus};
+pub use storage::journal::CallState;
+pub use store::verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};
 pub use store::{default_store_path, Store};
-pub use stream::{Assembler, Pushed};
-pub use usage::Usage;
-pub use validate::{validate_messages, Problem, ProblemCode};
-pub use verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};

@@ -1,13 +1,11 @@
 //! Recall: every session of a store searchable (an FTS5 index kept with the records), and tools
 //! a model calls to list, search and read its own earlier sessions.
 
-pub mod fields;
-pub(crate) mod index;
 pub mod query;
 pub mod search;
 pub mod tools;
 mod transcript;
 
-pub use fields::Field;
+pub use crate::model::fields::Field;
 pub use search::{HitSession, SearchHit, SearchOptions, SearchPage};
 pub use tools::{RecallOptions, RecallTools};

@@ -3,8 +3,8 @@
 //! string of its tokens, so nothing a caller writes is FTS5 syntax (no column filters, NEAR,
 //! `^` or unbalanced parentheses get through): what the syntax refuses is INVALID_INPUT.
 
-use super::index::is_cjk;
 use crate::error::{Error, Result};
+use crate::storage::search_index::is_cjk;
 
 const MAX_QUERY_CHARS: usize = 2_000;
 const MAX_TERMS: usize = 32;

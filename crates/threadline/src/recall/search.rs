@@ -5,13 +5,12 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::fields::{self, Field};
-use super::index;
 use super::query::{self, Query};
 use crate::error::{Error, Result};
-use crate::message::Role;
-use crate::schema::SEQ_BITS;
-use crate::session::Session;
+use crate::model::fields::{self, Field};
+use crate::model::message::Role;
+use crate::storage::schema::SEQ_BITS;
+use crate::storage::search_index as index;
 use crate::store::Store;
 
 pub const DEFAULT_LIMIT: u64 = 20;
@@ -85,7 +84,7 @@ impl Store {
         let rows = match plan.rows(&conn, &query) {
             Err(e) if index::is_index_damage(&e) && writable => {
                 // A damaged or missing index is made anew, filled, then asked again.
-                let tx = crate::txn::Txn::immediate(&conn)?;
+                let tx = crate::storage::txn::Txn::immediate(&conn)?;
                 index::reset(&tx)?;
                 tx.commit()?;
                 index::catch_up(&conn)?;
@@ -116,13 +115,7 @@ struct Plan<'o> {
     key: u32,
 }
 
-struct Row {
-    id: i64,
-    rank: f64,
-    session_id: String,
-    title: Option<String>,
-    project: Option<String>,
-}
+use index::Ranked as Row;
 
 impl<'o> Plan<'o> {
     fn of(text: &str, o: &'o SearchOptions) -> Result<Plan<'o>> {
@@ -153,7 +146,7 @@ impl<'o> Plan<'o> {
         let time = |s: &Option<String>, name: &str| -> Result<Option<i64>> {
             s.as_deref()
                 .map(|s| {
-                    crate::clock::parse_ms(s).ok_or_else(|| {
+                    crate::model::clock::parse_ms(s).ok_or_else(|| {
                         Error::InvalidInput(format!(
                             "options.{name}: expected an ISO 8601 date-time, got '{s}'"
                         ))
@@ -199,76 +192,27 @@ impl<'o> Plan<'o> {
             index::column_filter(&self.fields),
             q.expression
         );
-        let roles = self
-            .roles
-            .iter()
-            .map(|r| format!("'{r}'"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let unfiltered = self.o.project.is_none()
-            && self.o.session_id.is_none()
-            && self.o.exclude_session_id.is_none()
-            && self.since_ms.is_none()
-            && self.until_ms.is_none()
-            && self.roles.len() == 2;
-        // Ranked in FTS5 alone first: without filters the page is cut there, and only its rows
-        // are joined with their records and sessions (a common word matches a large part of a
-        // store). Weights of the columns (text, thinking, tool_input, tool_output): what was said
-        // counts more than what a tool printed. Ties go to the record stored later.
-        let page = if unfiltered {
-            "ORDER BY rank, id DESC LIMIT ?7 OFFSET ?8"
-        } else {
-            ""
-        };
-        let sql = format!(
-            "WITH ranked AS (
-               SELECT rowid AS id, bm25(search, 1.0, 0.6, 0.8, 0.5) AS rank FROM search
-               WHERE search MATCH ?1 {page})
-             SELECT ranked.id, ranked.rank, s.id, s.title, s.project
-             FROM ranked
-             JOIN records r ON r.id = ranked.id
-             JOIN sessions s ON s.num = (ranked.id >> {SEQ_BITS})
-             WHERE r.role IN ({roles})
-               AND (?2 IS NULL OR s.project = ?2) AND (?3 IS NULL OR s.id = ?3)
-               AND (?4 IS NULL OR s.id <> ?4)
-               AND (?5 IS NULL OR unixepoch(r.timestamp, 'subsec') * 1000 >= ?5)
-               AND (?6 IS NULL OR unixepoch(r.timestamp, 'subsec') * 1000 <= ?6)
-             ORDER BY ranked.rank, ranked.id DESC
-             {}",
-            if unfiltered { "" } else { "LIMIT ?7 OFFSET ?8" }
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt
-            .query_map(
-                rusqlite::params![
-                    matching,
-                    self.o.project,
-                    self.o.session_id,
-                    self.o.exclude_session_id,
-                    self.since_ms,
-                    self.until_ms,
-                    (self.limit + 1) as i64,
-                    self.offset as i64,
-                ],
-                |r| {
-                    Ok(Row {
-                        id: r.get(0)?,
-                        rank: r.get(1)?,
-                        session_id: r.get(2)?,
-                        title: r.get(3)?,
-                        project: r.get(4)?,
-                    })
-                },
-            )?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        index::ranked(
+            conn,
+            &index::Filter {
+                matching: &matching,
+                roles: &self.roles,
+                project: self.o.project.as_deref(),
+                session_id: self.o.session_id.as_deref(),
+                exclude_session_id: self.o.exclude_session_id.as_deref(),
+                since_ms: self.since_ms,
+                until_ms: self.until_ms,
+                limit: self.limit + 1,
+                offset: self.offset,
+            },
+        )
     }
 }
 
 fn hit(conn: &Connection, row: Row, fields: &[Field], q: &Query) -> Result<SearchHit> {
     let (num, seq) = (row.id >> SEQ_BITS, (row.id & ((1 << SEQ_BITS) - 1)) as u64);
-    let env = Session::record(conn, num, seq)?.ok_or_else(|| {
-        crate::checksum::damaged(
+    let env = crate::storage::records::record(conn, num, seq)?.ok_or_else(|| {
+        crate::storage::checksum::damaged(
             conn,
             num,
             seq,
@@ -362,7 +306,7 @@ fn cut(text: &str, at: usize, marks: &[Vec<char>]) -> String {
 
 /// The length of the longest mark matching at `i`, the start of a word.
 fn find_at(chars: &[char], marks: &[Vec<char>], i: usize) -> Option<usize> {
-    if i > 0 && chars[i - 1].is_alphanumeric() && !super::index::is_cjk(chars[i]) {
+    if i > 0 && chars[i - 1].is_alphanumeric() && !crate::storage::search_index::is_cjk(chars[i]) {
         return None;
     }
     marks

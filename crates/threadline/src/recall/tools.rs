@@ -7,11 +7,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::fields::Field;
 use super::search::SearchOptions;
 use super::transcript;
 use crate::error::{Error, Result};
-use crate::options::SessionFilter;
+use crate::model::fields::Field;
+use crate::model::options::SessionFilter;
 use crate::store::Store;
 
 pub const NAMES: [&str; 3] = ["session_list", "session_search", "session_read"];
@@ -503,7 +503,7 @@ impl Call {
                 match args {
                     None => Value::Object(Map::new()),
                     Some(Value::String(s)) if s.trim().is_empty() => Value::Object(Map::new()),
-                    Some(Value::String(s)) => crate::json::parse(s)
+                    Some(Value::String(s)) => crate::model::json::parse(s)
                         .map_err(|e| format!("arguments: not valid JSON ({})", e.message()))?,
                     Some(other) => other.clone(),
                 }
@@ -513,7 +513,7 @@ impl Call {
             Value::Object(input) => Ok(Call { name, input }),
             other => Err(format!(
                 "input: expected an object, got {}",
-                crate::message::kind(&other)
+                crate::model::message::kind(&other)
             )),
         }
     }
@@ -541,7 +541,7 @@ impl<'a> Args<'a> {
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(v) => Err(Error::InvalidInput(format!(
                 "{k}: expected a string, got {}",
-                crate::message::kind(v)
+                crate::model::message::kind(v)
             ))),
         }
     }
@@ -568,7 +568,7 @@ impl<'a> Args<'a> {
     fn time(&self, k: &str) -> Result<Option<String>> {
         let s = self.string(k)?;
         if let Some(t) = &s {
-            if crate::clock::parse_ms(t).is_none() {
+            if crate::model::clock::parse_ms(t).is_none() {
                 return Err(Error::InvalidInput(format!(
                     "{k}: expected an ISO 8601 date-time like 2026-11-20T00:00:00Z, got '{t}'"
                 )));
@@ -593,12 +593,12 @@ fn first_prompt(store: &Store, id: &str) -> Result<Option<String>> {
     let session = store.open_session(id, None)?;
     for env in session.envelopes(0, Some(50))? {
         let Value::Object(env) = env else { continue };
-        if !super::index::indexable(&env) {
+        if !crate::storage::search_index::indexable(&env) {
             continue;
         }
         let message = env.get("message").unwrap_or(&Value::Null);
         if message.get("role").and_then(Value::as_str) == Some("user") {
-            let text = super::fields::texts(message)[0].clone();
+            let text = crate::model::fields::texts(message)[0].clone();
             if !text.trim().is_empty() {
                 return Ok(Some(text.split_whitespace().collect::<Vec<_>>().join(" ")));
             }
@@ -623,9 +623,9 @@ fn plural(n: u64) -> &'static str {
     }
 }
 
-fn role_str(r: crate::message::Role) -> &'static str {
+fn role_str(r: crate::model::message::Role) -> &'static str {
     match r {
-        crate::message::Role::User => "user",
-        crate::message::Role::Assistant => "assistant",
+        crate::model::message::Role::User => "user",
+        crate::model::message::Role::Assistant => "assistant",
     }
 }

@@ -10,7 +10,7 @@ const CALL_CHARS: usize = 300;
 
 /// Whether a record is part of the conversation a transcript shows.
 pub(crate) fn shown(env: &Map<String, Value>) -> bool {
-    super::index::indexable(env) || is_summary(env)
+    crate::storage::search_index::indexable(env) || is_summary(env)
 }
 
 fn is_summary(env: &Map<String, Value>) -> bool {
@@ -43,7 +43,7 @@ pub(crate) fn render(env: &Map<String, Value>, seq: u64, session_id: &str, whole
         }
     };
     if is_summary(env) {
-        let text = super::fields::texts(message)[0].clone();
+        let text = crate::model::fields::texts(message)[0].clone();
         line(format!(
             "summary of the earlier conversation: {}",
             show(&text, PREVIEW_CHARS * 2)
@@ -87,7 +87,7 @@ pub(crate) fn render(env: &Map<String, Value>, seq: u64, session_id: &str, whole
                     }
                     "tool_result" => {
                         let mut text = String::new();
-                        super::fields::result_text(
+                        crate::model::fields::result_text(
                             b.get("content").unwrap_or(&Value::Null),
                             true,
                             &mut text,

@@ -1,0 +1,747 @@
+//! Building the next request from a session: from the latest compaction, the messages of the
+//! current context, cut to a budget by whole turns (a tool call never apart from its result, the
+//! latest prompt always kept), long tool results previewed, thinking kept only where a model may
+//! see it again, and the result valid for the provider, always.
+
+pub(crate) mod compaction;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::model::convert::{self, IdMap, Warning};
+use crate::model::validate::validate_messages;
+use crate::session::{Session, ViewRecord};
+use crate::storage::journal;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Target {
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+}
+
+impl Target {
+    fn provider(self) -> &'static str {
+        match self {
+            Target::Anthropic => "anthropic",
+            _ => "openai",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reasoning {
+    Keep,
+    Drop,
+    #[default]
+    SameModel,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextOptions {
+    pub target: Target,
+    pub max_tokens: Option<u64>,
+    pub max_messages: Option<u64>,
+    pub system: Option<Value>,
+    pub tool_result_preview_chars: Option<usize>,
+    #[serde(default)]
+    pub reasoning: Reasoning,
+    /// the model the request is for (`same-model` keeps its own thinking only)
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dropped {
+    pub from_seq: u64,
+    pub to_seq: u64,
+    pub messages: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Previewed {
+    pub tool_use_id: String,
+    pub chars: usize,
+    pub shown_chars: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextStats {
+    /// the first record of the context: the first kept after the latest compaction, else 0
+    pub start_seq: u64,
+    pub compacted: bool,
+    /// messages sent (after merging a response split over several records)
+    pub messages: u64,
+    /// records of the context that went in, and the ranges left out by the budget
+    pub kept_records: u64,
+    pub dropped_records: u64,
+    pub dropped: Vec<Dropped>,
+    pub kept_turns: u64,
+    pub dropped_turns: u64,
+    pub estimated_tokens: u64,
+    /// false when even the latest turn alone is over the budget (it is sent anyway, whole)
+    pub fits: bool,
+    /// tokens per character of message JSON used for the estimates
+    pub tokens_per_char: f64,
+    /// true when that ratio comes from usage the provider reported in this session
+    pub calibrated: bool,
+    pub previewed: Vec<Previewed>,
+    pub dropped_thinking: u64,
+    /// tool_use / tool_result blocks left out because their counterpart is not in the context
+    pub unpaired: Vec<Value>,
+    /// what the target cannot express, as the converter said it (paths into the neutral messages)
+    pub warnings: Vec<Warning>,
+    /// tool-call ids the target does not accept, mapped: the id sent -> the stored id
+    pub id_map: IdMap,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Context {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<Value>,
+    pub messages: Vec<Value>,
+    pub stats: ContextStats,
+}
+
+/// Characters per token of message JSON when the session has no usage to calibrate on.
+pub const DEFAULT_TOKENS_PER_CHAR: f64 = 0.25;
+
+/// A message, with the records it came from.
+struct Msg {
+    message: Value,
+    first_seq: u64,
+    last_seq: u64,
+    records: u64,
+}
+
+impl Session {
+    /// The next request for `options.target`.
+    pub fn build_context(&self, options: &ContextOptions) -> Result<Context> {
+        let run = || {
+            check_system(options.system.as_ref())?;
+            let conn = self.conn()?;
+            let (view, ratio, calibrated) = view_and_ratio(&conn, self)?;
+            let mut stats = ContextStats {
+                start_seq: view.first().map_or(0, |r| r.seq),
+                compacted: self.read_tail(&conn)?.state.compaction.is_some(),
+                tokens_per_char: ratio,
+                calibrated,
+                ..Default::default()
+            };
+            drop(conn);
+            let msgs = shape(view, options, &mut stats);
+            let msgs = pair(merge(msgs), &mut stats);
+            // A turn can start with the results of the response before it (merged into the
+            // prompt's message): cut there, those results lose their call.
+            let kept = pair(budget(msgs, options, ratio, &mut stats), &mut stats);
+            // What is sent, counted after the results of dropped calls left it.
+            stats.estimated_tokens = estimate(&kept, options, ratio);
+            stats.fits = fits(options, stats.estimated_tokens, kept.len());
+            let messages: Vec<Value> = kept.into_iter().map(|m| m.message).collect();
+            debug_assert!(validate_messages(&messages).is_empty());
+            let system = match options.target {
+                // Beside the messages, as given (the typed contract: given, it is there).
+                Target::Anthropic => options.system.clone().filter(|s| !s.is_null()),
+                // A message of its own: one with no text would be an empty message.
+                _ => sendable_system(options.system.as_ref()),
+            };
+            let system = system.as_ref();
+            let out = match options.target {
+                Target::Anthropic => convert::to_anthropic(&messages, system),
+                Target::OpenAiChat => convert::to_openai_chat(&messages, system),
+                Target::OpenAiResponses => convert::to_openai_responses(&messages, system),
+            };
+            debug_assert!(match options.target {
+                Target::Anthropic => validate_messages(&out.messages).is_empty(),
+                Target::OpenAiChat => convert::validate_openai_chat(&out.messages).is_empty(),
+                Target::OpenAiResponses =>
+                    convert::validate_openai_responses(&out.messages).is_empty(),
+            });
+            stats.messages = out.messages.len() as u64;
+            stats.warnings = out.warnings;
+            stats.id_map = out.id_map;
+            Ok(Context {
+                system: out.system,
+                messages: out.messages,
+                stats,
+            })
+        };
+        run().map_err(|e: Error| e.during("buildContext"))
+    }
+
+    /// The full output of a tool call (what a preview in the context stands for).
+    pub fn read_tool_output(&self, id: &str) -> Result<Value> {
+        let run = || {
+            if let Some(on_branch) = self.result_on_branch(id)? {
+                return Ok(on_branch.get("content").cloned().unwrap_or_default());
+            }
+            let result = self.cached_tool_result(id)?;
+            if result.is_none() {
+                let conn = self.conn()?;
+                if journal::get(&conn, self.num, id)?.is_none() {
+                    return Err(Error::NotFound(format!(
+                        "no tool call '{id}' in this session"
+                    )));
+                }
+                return Err(Error::NotFound(format!(
+                    "tool call '{id}' has no output yet"
+                )));
+            }
+            Ok(result
+                .and_then(|b| b.get("content").cloned())
+                .unwrap_or(Value::String(String::new())))
+        };
+        run().map_err(|e: Error| e.during("readToolOutput"))
+    }
+}
+
+impl Session {
+    /// The journal keeps a call's first result. After a rewind past it, the current branch may
+    /// hold another one: that is the one the context shows.
+    fn result_on_branch(&self, id: &str) -> Result<Option<Value>> {
+        let conn = self.conn()?;
+        let Some(entry) = journal::get(&conn, self.num, id)? else {
+            return Ok(None);
+        };
+        let tail = self.read_tail(&conn)?;
+        let Some(last) = tail.next_seq.checked_sub(1) else {
+            return Ok(None);
+        };
+        let path = tail.state.path(last);
+        let on_path = |seq: u64| path.iter().any(|&(f, t)| f <= seq && seq <= t);
+        if entry.result_seq.is_none_or(on_path) {
+            return Ok(None);
+        }
+        let view = crate::storage::records::view_from(&conn, self.num, entry.call_seq, &path)?;
+        Ok(view
+            .iter()
+            .rev()
+            .flat_map(|r| blocks(&r.message).iter().rev())
+            .find(|b| {
+                block_type(b) == "tool_result"
+                    && b.get("tool_use_id").and_then(Value::as_str) == Some(id)
+            })
+            .cloned())
+    }
+}
+
+/// The messages of the current context (from the latest compaction: its summary first) and the
+/// tokens-per-character ratio for estimates.
+pub(crate) fn current_view(
+    conn: &rusqlite::Connection,
+    s: &Session,
+) -> Result<(Vec<ViewRecord>, f64)> {
+    let (view, ratio, _) = view_and_ratio(conn, s)?;
+    Ok((view, ratio))
+}
+
+pub(crate) fn view_and_ratio(
+    conn: &rusqlite::Connection,
+    s: &Session,
+) -> Result<(Vec<ViewRecord>, f64, bool)> {
+    let tail = s.read_tail(conn)?;
+    let crate::session::compaction_point::Start {
+        seq: start,
+        summary,
+        tokens_per_char,
+    } = crate::session::compaction_point::start(conn, s.num, &tail.state)?;
+    let mut view: Vec<ViewRecord> = summary.into_iter().collect();
+    let path = tail
+        .next_seq
+        .checked_sub(1)
+        .map_or(Vec::new(), |last| tail.state.path(last));
+    view.extend(crate::storage::records::view_from(
+        conn, s.num, start, &path,
+    )?);
+    let (ratio, calibrated) = match (calibrate(&view), tokens_per_char) {
+        ((_, false), Some(before)) => (before, true),
+        (found, _) => found,
+    };
+    Ok((view, ratio, calibrated))
+}
+
+/// Tokens per character, from the latest response whose reported input covers messages of this
+/// view: (input + cache read + cache creation tokens) / characters of the messages before it.
+/// The provider's count also covers the system prompt and tools, so the estimate errs high.
+fn calibrate(view: &[ViewRecord]) -> (f64, bool) {
+    let mut chars = 0u64;
+    let mut found = None;
+    for r in view {
+        if let Some(u) = r.message.get("usage") {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let reported =
+                n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens");
+            if reported > 0 && chars > 0 {
+                found = Some((reported as f64 / chars as f64).clamp(0.02, 2.0));
+            }
+        }
+        chars += estimate_chars(&r.message);
+    }
+    match found {
+        Some(r) => (r, true),
+        None => (DEFAULT_TOKENS_PER_CHAR, false),
+    }
+}
+
+/// Characters of a message as a request carries it: its content blocks as JSON. The fields
+/// around them (usage, ids, model) are not sent, and a response stored as several records is
+/// sent as one message: counting blocks gives both the same count.
+pub(crate) fn estimate_chars(message: &Value) -> u64 {
+    match message.get("content") {
+        Some(Value::Array(blocks)) => blocks.iter().map(json_chars).sum(),
+        Some(other) => json_chars(other),
+        None => 0,
+    }
+}
+
+/// Characters of a value as JSON.
+pub(crate) fn json_chars(v: &Value) -> u64 {
+    serde_json::to_string(v).map_or(0, |s| s.chars().count() as u64)
+}
+
+/// Indices of the view where a turn starts (a prompt; the first message always).
+pub(crate) fn turn_starts(view: &[ViewRecord]) -> Vec<usize> {
+    let messages: Vec<&Value> = view.iter().map(|r| &r.message).collect();
+    starts(&messages)
+}
+
+fn starts(messages: &[&Value]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if i == 0 || is_prompt(m) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+fn is_prompt(m: &Value) -> bool {
+    m.get("role").and_then(Value::as_str) == Some("user")
+        && blocks(m).iter().any(crate::model::message::is_human_block)
+}
+
+fn blocks(m: &Value) -> &[Value] {
+    m.get("content")
+        .and_then(Value::as_array)
+        .map_or(&[], |v| v.as_slice())
+}
+
+fn block_type(b: &Value) -> &str {
+    b.get("type").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The text of a tool result's content.
+pub(crate) fn result_text(b: &Value) -> String {
+    match b.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Per message: thinking as the reasoning mode allows (never unsigned), long results previewed.
+fn shape(view: Vec<ViewRecord>, o: &ContextOptions, stats: &mut ContextStats) -> Vec<Msg> {
+    view.into_iter()
+        .map(|r| {
+            let mut message = r.message;
+            let keep_thinking = match o.reasoning {
+                Reasoning::Keep => true,
+                Reasoning::Drop => false,
+                Reasoning::SameModel => same_model(&message, r.provider.as_deref(), o),
+            };
+            if let Some(Value::String(text)) = message.get("content") {
+                // Stored messages hold blocks; a string is one text block.
+                let block = json!({"type": "text", "text": text});
+                message["content"] = Value::Array(vec![block]);
+            }
+            if let Some(Value::Array(content)) = message.get_mut("content") {
+                // Kept in the history (lossless), never sent: the provider refuses empty text.
+                content.retain(|b| !is_blank_text(b));
+                for b in content.iter_mut() {
+                    if let Some(Value::Array(inner)) = b.get_mut("content") {
+                        inner.retain(|x| !is_blank_text(x));
+                    }
+                }
+                let before = content.len();
+                content.retain(|b| match block_type(b) {
+                    "thinking" => {
+                        keep_thinking
+                            && b.get("signature")
+                                .and_then(Value::as_str)
+                                .is_some_and(|s| !s.is_empty())
+                    }
+                    "redacted_thinking" | "openai_reasoning" => keep_thinking,
+                    _ => true,
+                });
+                stats.dropped_thinking += (before - content.len()) as u64;
+                if let Some(max) = o.tool_result_preview_chars {
+                    for b in content
+                        .iter_mut()
+                        .filter(|b| block_type(b) == "tool_result")
+                    {
+                        preview(b, max, stats);
+                    }
+                }
+            }
+            Msg {
+                message,
+                first_seq: r.seq,
+                last_seq: r.seq,
+                records: 1,
+            }
+        })
+        .collect()
+}
+
+/// A text block with nothing but whitespace: the provider refuses it ("text content blocks must
+/// be non-empty", "... must contain non-whitespace text").
+pub(crate) fn is_blank_text(b: &Value) -> bool {
+    block_type(b) == "text"
+        && b.get("text")
+            .and_then(Value::as_str)
+            .is_none_or(|t| t.trim().is_empty())
+}
+
+/// Thinking goes back only to the provider and model that wrote it (signatures are theirs).
+fn same_model(message: &Value, provider: Option<&str>, o: &ContextOptions) -> bool {
+    // Without a provider in the envelope, a message that carries Responses reasoning came from
+    // OpenAI; anything else is taken as Anthropic's (the stored shape).
+    let inferred = if blocks(message)
+        .iter()
+        .any(|b| block_type(b) == "openai_reasoning")
+    {
+        "openai"
+    } else {
+        "anthropic"
+    };
+    let provider = provider.unwrap_or(inferred);
+    if provider != o.target.provider() {
+        return false;
+    }
+    match (&o.model, message.get("model").and_then(Value::as_str)) {
+        (Some(want), Some(wrote)) => want == wrote,
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
+}
+
+fn preview(b: &mut Value, max: usize, stats: &mut ContextStats) {
+    let text = result_text(b);
+    let chars = text.chars().count();
+    if chars <= max {
+        return;
+    }
+    let id = b
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let head: String = text.chars().take(max).collect();
+    let note = format!(
+        "\n\n[Output truncated: {max} of {chars} characters shown. The full output is stored: read it with read_tool_output(tool_use_id: \"{id}\").]"
+    );
+    if let Value::Object(o) = b {
+        o.insert("content".into(), Value::String(format!("{head}{note}")));
+    }
+    stats.previewed.push(Previewed {
+        tool_use_id: id,
+        chars,
+        shown_chars: max,
+    });
+}
+
+/// Consecutive messages of one role become one (Claude Code writes a response as several
+/// records; the provider wants alternating roles). Tool results go first in a user message.
+fn merge(msgs: Vec<Msg>) -> Vec<Msg> {
+    let mut out: Vec<Msg> = Vec::new();
+    for m in msgs {
+        let role = m.message.get("role").cloned();
+        match out.last_mut() {
+            Some(last) if last.message.get("role") == role.as_ref() => {
+                let add = blocks(&m.message).to_vec();
+                if let Some(Value::Array(c)) = last.message.get_mut("content") {
+                    c.extend(add);
+                    if role.as_ref().and_then(Value::as_str) == Some("user") {
+                        c.sort_by_key(|b| block_type(b) != "tool_result");
+                    }
+                }
+                last.last_seq = m.last_seq;
+                last.records += m.records;
+            }
+            _ => out.push(m),
+        }
+    }
+    out
+}
+
+/// Leaves out tool calls whose result is not in the next message and results whose call is not
+/// in the message before (a second use of one call id, a second result for one call too), then
+/// messages left empty, and what comes before the first user message: the request must be
+/// valid. Leaving a message out can orphan its neighbours' calls or results, so this runs until
+/// nothing more is left out.
+fn pair(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
+    loop {
+        let before: usize = msgs.iter().map(|m| blocks(&m.message).len()).sum();
+        let count = msgs.len();
+        msgs = pair_once(msgs, stats);
+        let after: usize = msgs.iter().map(|m| blocks(&m.message).len()).sum();
+        if after == before && msgs.len() == count {
+            return msgs;
+        }
+    }
+}
+
+fn pair_once(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
+    let msgs = drop_leading(msgs, stats);
+    let ids = |m: &Msg, ty: &str, key: &str| -> Vec<String> {
+        blocks(&m.message)
+            .iter()
+            .filter(|b| block_type(b) == ty)
+            .filter_map(|b| b.get(key).and_then(Value::as_str).map(str::to_string))
+            .collect()
+    };
+    let n = msgs.len();
+    let calls: Vec<Vec<String>> = msgs.iter().map(|m| ids(m, "tool_use", "id")).collect();
+    let results: Vec<Vec<String>> = msgs
+        .iter()
+        .map(|m| ids(m, "tool_result", "tool_use_id"))
+        .collect();
+    // A call id seen once already (the provider wants ids unique in the request).
+    let mut used: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(n);
+    for (i, mut m) in msgs.into_iter().enumerate() {
+        let is_user = m.message.get("role").and_then(Value::as_str) == Some("user");
+        let answered = results.get(i + 1).cloned().unwrap_or_default();
+        // The calls of the message before, each kept only on its first use and answered once.
+        let mut asked: Vec<String> = if i > 0 && is_user {
+            calls[i - 1].clone()
+        } else {
+            Vec::new()
+        };
+        if let Some(Value::Array(content)) = m.message.get_mut("content") {
+            content.retain(|b| {
+                let (keep, id) = match block_type(b) {
+                    "tool_use" => {
+                        let id = b.get("id").and_then(Value::as_str).unwrap_or_default();
+                        let keep = !is_user
+                            && answered.iter().any(|a| a == id)
+                            && used.insert(id.to_string());
+                        (keep, id)
+                    }
+                    "tool_result" => {
+                        let id = b
+                            .get("tool_use_id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        let keep = match asked.iter().position(|a| a == id) {
+                            Some(k) => {
+                                asked.swap_remove(k);
+                                true
+                            }
+                            None => false,
+                        };
+                        (keep, id)
+                    }
+                    _ => (true, ""),
+                };
+                if !keep {
+                    stats
+                        .unpaired
+                        .push(json!({"type": block_type(b), "id": id}));
+                }
+                keep
+            });
+            if is_user {
+                // Results first in their message, as the provider wants them.
+                content.sort_by_key(|b| block_type(b) != "tool_result");
+            }
+        }
+        if !blocks(&m.message).is_empty() {
+            out.push(m);
+        }
+    }
+    // Leaving messages out can put two of one role side by side again.
+    drop_leading(merge(out), stats)
+}
+
+/// A request starts with a user message, and its results have no call before them: what comes
+/// before the first user message with something besides results goes (in one step: one by one,
+/// each assistant message left out would orphan the results after it, over and over).
+fn drop_leading(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
+    let lead = msgs
+        .iter()
+        .position(|m| {
+            m.message.get("role").and_then(Value::as_str) == Some("user")
+                && blocks(&m.message)
+                    .iter()
+                    .any(|b| block_type(b) != "tool_result")
+        })
+        .unwrap_or(msgs.len());
+    for m in msgs.drain(..lead) {
+        for b in blocks(&m.message) {
+            let id = match block_type(b) {
+                "tool_use" => b.get("id"),
+                "tool_result" => b.get("tool_use_id"),
+                _ => continue,
+            };
+            let id = id.and_then(Value::as_str).unwrap_or_default();
+            stats
+                .unpaired
+                .push(json!({"type": block_type(b), "id": id}));
+        }
+    }
+    msgs
+}
+
+/// The system prompt as an OpenAI target sends it (the first message): as given, less its empty or
+/// whitespace-only text blocks; none when nothing is left (an empty message is refused).
+fn sendable_system(system: Option<&Value>) -> Option<Value> {
+    match system? {
+        Value::String(s) if s.trim().is_empty() => None,
+        Value::Array(blocks) => {
+            let kept: Vec<Value> = blocks
+                .iter()
+                .filter(|b| !is_blank_text(b))
+                .cloned()
+                .collect();
+            (!kept.is_empty()).then_some(Value::Array(kept))
+        }
+        Value::Null => None,
+        other => Some(other.clone()),
+    }
+}
+
+/// The system prompt goes to the provider as given: a string or text blocks.
+fn check_system(system: Option<&Value>) -> Result<()> {
+    let bad = |what: String| Err(Error::InvalidInput(format!("options.system{what}")));
+    match system {
+        None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
+        Some(Value::Array(blocks)) => {
+            for (i, b) in blocks.iter().enumerate() {
+                if block_type(b) != "text" || !b.get("text").is_some_and(Value::is_string) {
+                    return bad(format!(
+                        "[{i}]: expected a text block {{ type: 'text', text: string }}"
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Some(other) => bad(format!(
+            ": expected a string or an array of text blocks, got {}",
+            json_kind(other)
+        )),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn tokens_of(chars: u64, ratio: f64) -> u64 {
+    (chars as f64 * ratio).ceil() as u64
+}
+
+fn system_tokens(o: &ContextOptions, ratio: f64) -> u64 {
+    o.system
+        .as_ref()
+        .map_or(0, |s| tokens_of(json_chars(s), ratio))
+}
+
+/// Estimated tokens of a request: the system prompt and the messages.
+fn estimate(msgs: &[Msg], o: &ContextOptions, ratio: f64) -> u64 {
+    system_tokens(o, ratio)
+        + msgs
+            .iter()
+            .map(|m| tokens_of(estimate_chars(&m.message), ratio))
+            .sum::<u64>()
+}
+
+fn fits(o: &ContextOptions, tokens: u64, messages: usize) -> bool {
+    o.max_tokens.is_none_or(|t| tokens <= t) && o.max_messages.is_none_or(|m| messages as u64 <= m)
+}
+
+/// Whole turns, oldest first, until the rest fits `max_tokens` and `max_messages`. The latest
+/// turn always stays.
+fn budget(msgs: Vec<Msg>, o: &ContextOptions, ratio: f64, stats: &mut ContextStats) -> Vec<Msg> {
+    // Each message is counted once: serialising is most of what an estimate costs.
+    let tokens: Vec<u64> = msgs
+        .iter()
+        .map(|m| tokens_of(estimate_chars(&m.message), ratio))
+        .collect();
+    let refs: Vec<&Value> = msgs.iter().map(|m| &m.message).collect();
+    let turns = starts(&refs);
+    // Cut at a turn, the results at the head of its prompt lose their call and are left out.
+    let orphaned = |i: usize| -> u64 {
+        if i == 0 {
+            return 0;
+        }
+        let results = blocks(&msgs[i].message)
+            .iter()
+            .filter(|b| block_type(b) == "tool_result")
+            .map(json_chars)
+            .sum::<u64>();
+        tokens_of(results, ratio).min(tokens[i])
+    };
+    let mut sum = system_tokens(o, ratio) + tokens.iter().sum::<u64>();
+    let mut cut_turn = 0;
+    while cut_turn + 1 < turns.len()
+        && !fits(
+            o,
+            sum - orphaned(turns[cut_turn]),
+            msgs.len() - turns[cut_turn],
+        )
+    {
+        let (a, b) = (turns[cut_turn], turns[cut_turn + 1]);
+        sum -= tokens[a..b].iter().sum::<u64>();
+        cut_turn += 1;
+    }
+    let cut = turns.get(cut_turn).copied().unwrap_or(0);
+    stats.kept_turns = (turns.len() - cut_turn) as u64;
+    stats.dropped_turns = cut_turn as u64;
+    let mut msgs = msgs;
+    let kept = msgs.split_off(cut);
+    stats.dropped = dropped_ranges(&msgs);
+    stats.dropped_records = msgs.iter().map(|m| m.records).sum();
+    stats.kept_records = kept.iter().map(|m| m.records).sum();
+    kept
+}
+
+/// The seq ranges of dropped messages. A compaction's summary carries the seq of the compaction
+/// record, after the records it kept: it is a range of its own.
+fn dropped_ranges(msgs: &[Msg]) -> Vec<Dropped> {
+    let mut out: Vec<Dropped> = Vec::new();
+    for m in msgs {
+        match out.last_mut() {
+            Some(d) if m.first_seq > d.to_seq => {
+                d.to_seq = m.last_seq;
+                d.messages += 1;
+            }
+            _ => out.push(Dropped {
+                from_seq: m.first_seq,
+                to_seq: m.last_seq,
+                messages: 1,
+            }),
+        }
+    }
+    out
+}

@@ -1,0 +1,15 @@
+//! The model: messages, envelopes, usage, turn and token state, options, converters. Pure data
+//! and functions on it; nothing here knows how or where records are stored.
+
+pub(crate) mod clock;
+pub mod convert;
+pub(crate) mod envelope;
+pub(crate) mod fields;
+pub(crate) mod json;
+pub(crate) mod message;
+pub(crate) mod number_text;
+pub(crate) mod options;
+pub(crate) mod state;
+pub(crate) mod stream;
+pub(crate) mod usage;
+pub(crate) mod validate;

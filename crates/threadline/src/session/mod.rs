@@ -1,0 +1,748 @@
+//! A session: a handle on one conversation's log in a store. Opening one reads only its last
+//! record; appends fold each record into the running state stored with it; reads stream the
+//! stored JSON without building values.
+
+pub(crate) mod branch;
+pub(crate) mod compaction_point;
+pub(crate) mod readahead;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::Connection;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::model::clock;
+use crate::model::envelope::{Defaults, Draft};
+use crate::model::json;
+use crate::model::message::Role;
+use crate::model::options::{SessionInfo, Status};
+use crate::model::state::{State, Step, TokenPatch, TokenTracker, Turn};
+use crate::storage::blob::{self};
+use crate::storage::checksum;
+use crate::storage::encode::encode_envelope;
+use crate::storage::journal;
+use crate::storage::records::{self, NewRecord};
+use crate::storage::records::{load_tail, parse_page, prior_usage, read_info, read_page, Part};
+pub use crate::storage::records::{Page, PAGE_BYTES};
+pub(crate) use crate::storage::records::{Tail, ViewRecord};
+use crate::storage::schema::{self, SEQ_BITS};
+use crate::storage::sessions;
+use crate::storage::shared::Shared;
+use crate::storage::txn::Txn;
+
+/// Which messages `messages` gives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MessageView {
+    /// from the latest compaction: its summary, then the records it kept and what came after
+    #[default]
+    Context,
+    /// every message from the start, across compactions
+    Full,
+}
+
+pub struct Session {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) num: i64,
+    id: String,
+    tail: Mutex<Tail>,
+    closed: AtomicBool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    pub index: usize,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreReport {
+    pub message_count: u64,
+    pub turn_count: u64,
+    pub skipped: Vec<Skipped>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextFill {
+    pub used_tokens: u64,
+    pub context_window: Option<u64>,
+    pub fraction: Option<f64>,
+}
+
+impl Session {
+    pub(crate) fn attach(shared: Arc<Shared>, num: i64, id: String) -> Result<Session> {
+        let tail = {
+            let conn = shared.lock()?;
+            load_tail(&conn, num)?
+        };
+        Ok(Session {
+            shared,
+            num,
+            id,
+            tail: Mutex::new(tail),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn conn(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("the session is closed".into()));
+        }
+        self.shared.lock()
+    }
+
+    fn tail(&self) -> std::sync::MutexGuard<'_, Tail> {
+        self.tail.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends one record (a message, an envelope, or a string prompt) and returns its envelope
+    /// after it is committed.
+    pub fn append(
+        &self,
+        input: Value,
+        envelope: Option<Map<String, Value>>,
+    ) -> Result<Map<String, Value>> {
+        let run = || {
+            let draft = Draft::from_input(input, envelope)?;
+            let mut out = self.write(vec![draft])?;
+            Ok(out.pop().unwrap_or_default())
+        };
+        run().map_err(|e: Error| e.during("append"))
+    }
+
+    /// Appends several records in one transaction: all or nothing.
+    pub fn append_many(&self, inputs: Vec<Value>) -> Result<Vec<Map<String, Value>>> {
+        let run = || {
+            let drafts = inputs
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| Draft::from_input(v, None).map_err(|e| prefix_index(e, i)))
+                .collect::<Result<Vec<_>>>()?;
+            self.write(drafts)
+        };
+        run().map_err(|e| e.during("appendMany"))
+    }
+
+    /// Appends an app event (`type: 'event'`), never sent to a model.
+    pub fn append_event(
+        &self,
+        name: &str,
+        data: Option<Value>,
+        envelope: Option<Map<String, Value>>,
+    ) -> Result<Map<String, Value>> {
+        let run = || {
+            let mut env = envelope.unwrap_or_default();
+            if env.contains_key("message") {
+                return Err(Error::InvalidInput(
+                    "envelope.message: an event has no message".into(),
+                ));
+            }
+            env.entry("type")
+                .or_insert_with(|| Value::String("event".into()));
+            env.insert("name".into(), Value::String(name.into()));
+            if let Some(d) = data {
+                env.insert("data".into(), d);
+            }
+            let mut out = self.write(vec![Draft::from_envelope(env)?])?;
+            Ok(out.pop().unwrap_or_default())
+        };
+        run().map_err(|e| e.during("appendEvent"))
+    }
+
+    /// Loads a history from elsewhere: envelopes, bare messages, legacy `{role, content}` records,
+    /// or JSON text of any of them. What cannot be read is skipped and reported; the rest is
+    /// written in one transaction. Only while the session has no messages.
+    pub fn restore_messages(&self, items: Vec<Value>) -> Result<RestoreReport> {
+        let run = || {
+            let mut skipped = Vec::new();
+            let mut drafts = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                match restore_draft(item) {
+                    Ok(d) => drafts.push((index, d)),
+                    Err(e) => skipped.push(Skipped {
+                        index,
+                        reason: e.message().to_string(),
+                    }),
+                }
+            }
+            let state = self.write_restore(drafts, &mut skipped)?;
+            skipped.sort_by_key(|s| s.index);
+            Ok(RestoreReport {
+                message_count: state.messages,
+                turn_count: state.turns,
+                skipped,
+            })
+        };
+        run().map_err(|e: Error| e.during("restoreMessages"))
+    }
+
+    /// Sets the token tracker from outside (e.g. counts kept by an earlier frontend). Stored as a
+    /// `token_state` record, so it survives reopening.
+    pub fn restore_token_state(&self, patch: TokenPatch) -> Result<()> {
+        let run = || {
+            let mut env = Map::new();
+            env.insert("type".into(), Value::String("token_state".into()));
+            env.insert(
+                "data".into(),
+                serde_json::to_value(&patch).unwrap_or(Value::Null),
+            );
+            let mut draft = Draft::from_envelope(env)?;
+            draft.tokens = Some(patch.clone());
+            self.write(vec![draft]).map(|_| ())
+        };
+        run().map_err(|e| e.during("restoreTokenState"))
+    }
+
+    pub(crate) fn write(&self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
+        let many = drafts.len() > 1;
+        self.transact(|w| {
+            let mut out = Vec::with_capacity(drafts.len());
+            for (i, d) in drafts.into_iter().enumerate() {
+                let env = w
+                    .insert(d)
+                    .map_err(|e| if many { prefix_index(e, i) } else { e })?;
+                out.push(env);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Runs `f` in one write transaction on the session's synced tail; the tail moves only if it
+    /// commits.
+    pub(crate) fn transact<T>(&self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
+        self.shared.writable()?;
+        let conn = self.conn()?;
+        let tx = Txn::immediate(&conn)?;
+        let (out, next, heartbeat) = self.stage(&tx, f)?;
+        tx.commit()?;
+        self.committed(next, heartbeat);
+        Ok(out)
+    }
+
+    /// The part of a write transaction before its commit: `conn` is in a transaction.
+    pub(crate) fn stage<T>(
+        &self,
+        conn: &Connection,
+        f: impl FnOnce(&mut Writer) -> Result<T>,
+    ) -> Result<(T, Tail, Option<i64>)> {
+        let heartbeat = self.shared.claim(conn, self.num, &self.id)?;
+        let mut tail = self.tail();
+        self.sync_tail(conn, &mut tail)?;
+        let mut w = Writer {
+            session: self,
+            conn,
+            tail: tail.clone(),
+            now: Now::new(),
+        };
+        let out = f(&mut w)?;
+        if w.tail.next_seq != tail.next_seq {
+            crate::storage::write_order::touch_records(conn, self.num, w.tail.next_seq)?;
+        }
+        Ok((out, w.tail, heartbeat))
+    }
+
+    /// After the commit of what `stage` wrote.
+    pub(crate) fn committed(&self, next: Tail, heartbeat: Option<i64>) {
+        *self.tail() = next;
+        self.shared.claimed(self.num, heartbeat);
+    }
+
+    /// A handle on a session made in the caller's transaction (nothing stored yet to read).
+    pub(crate) fn fresh(shared: Arc<Shared>, num: i64, id: String) -> Session {
+        Session {
+            shared,
+            num,
+            id,
+            tail: Mutex::new(Tail::default()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The tail as of the last commit, re-read if another handle wrote since.
+    pub(crate) fn read_tail(&self, conn: &Connection) -> Result<Tail> {
+        let mut tail = self.tail();
+        self.sync_tail(conn, &mut tail)?;
+        Ok(tail.clone())
+    }
+
+    /// The seq of this session's record `uuid`.
+    pub fn seq_of_uuid(&self, uuid: &str) -> Result<Option<u64>> {
+        let conn = self.conn()?;
+        crate::storage::records::seq_of(&conn, self.num, uuid)
+    }
+
+    fn write_restore(
+        &self,
+        drafts: Vec<(usize, Draft)>,
+        skipped: &mut Vec<Skipped>,
+    ) -> Result<State> {
+        self.shared.writable()?;
+        let conn = self.conn()?;
+        let tx = Txn::immediate(&conn)?;
+        let heartbeat = self.shared.claim(&tx, self.num, &self.id)?;
+        let mut tail = self.tail();
+        self.sync_tail(&tx, &mut tail)?;
+        if tail.state.messages > 0 {
+            return Err(Error::SessionNotEmpty(format!(
+                "session '{}' already has {} messages; restore into a new session",
+                self.id, tail.state.messages
+            )));
+        }
+        let mut w = Writer {
+            session: self,
+            conn: &tx,
+            tail: tail.clone(),
+            now: Now::new(),
+        };
+        for (index, d) in drafts {
+            match w.insert(d) {
+                Ok(_) => {}
+                Err(Error::InvalidInput(reason)) => skipped.push(Skipped { index, reason }),
+                Err(e) => return Err(e),
+            }
+        }
+        let next = w.tail;
+        if next.next_seq != tail.next_seq {
+            crate::storage::write_order::touch_records(&tx, self.num, next.next_seq)?;
+        }
+        tx.commit()?;
+        *tail = next;
+        self.shared.claimed(self.num, heartbeat);
+        Ok(tail.state.clone())
+    }
+}
+
+/// A write transaction in progress: records inserted through it fold into its tail, which
+/// becomes the session's tail when the transaction commits.
+pub(crate) struct Writer<'a> {
+    session: &'a Session,
+    pub conn: &'a Connection,
+    pub tail: Tail,
+    pub now: Now,
+}
+
+impl Writer<'_> {
+    pub fn num(&self) -> i64 {
+        self.session.num
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session.id
+    }
+
+    /// Validates what needs the store, completes the envelope, folds it into the state and
+    /// writes it. Nothing is changed when it fails before the write.
+    pub fn insert(&mut self, mut d: Draft) -> Result<Map<String, Value>> {
+        let this = self.session;
+        let conn = self.conn;
+        let now = &self.now;
+        let tail = &mut self.tail;
+        let (lo, _) = schema::range(this.num);
+        let seq = tail.next_seq;
+        if seq >= 1 << SEQ_BITS {
+            return Err(Error::InvalidInput(
+                "the session has reached its maximum number of records".into(),
+            ));
+        }
+        let generated;
+        let uuid = match d.uuid() {
+            Some(u) => {
+                if let Some(seq) = records::find_uuid(conn, this.num, u)? {
+                    // The same record again (a retry after an error the caller could not tell
+                    // from a failed write): nothing is written, the stored envelope comes back.
+                    return match this.stored_if_same(conn, seq, &d)? {
+                        Some(stored) => Ok(stored),
+                        None => Err(Error::InvalidInput(format!(
+                            "uuid: '{u}' is already used by record seq {seq}, with other content"
+                        ))),
+                    };
+                }
+                u.to_string()
+            }
+            None => {
+                generated = uuid::Uuid::now_v7().to_string();
+                generated.clone()
+            }
+        };
+        d.complete(&Defaults {
+            uuid: &uuid,
+            parent_uuid: tail.last_uuid.as_deref(),
+            session_id: &this.id,
+            seq,
+            timestamp: &now.iso,
+        });
+        let enc = encode_envelope(
+            &d.env,
+            this.shared.options.blob_threshold_bytes,
+            d.from_envelope,
+        )?;
+        let id = lo + seq as i64;
+        let mut msg_index = None;
+        let mut turn_start = false;
+        let response_key = d.response_key();
+        let mut facts = d.message.as_ref().filter(|_| d.in_messages());
+        if let Some(f) =
+            facts.filter(|f| !f.is_prompt && !f.results.is_empty() && f.calls.is_empty())
+        {
+            // A result whose call is not in the history: the provider would refuse it. It stays in
+            // the log, out of `messages`.
+            if !journal::answers_a_call(conn, this.num, f, &tail.state.pending)? {
+                facts = None;
+            }
+        }
+        if let Some(f) = facts {
+            let prior = match (&response_key, &tail.state.latest_key) {
+                (Some(k), Some(l)) if k == l => Some(tail.state.latest),
+                (Some(k), _) => prior_usage(conn, k, this.num)?,
+                (None, _) => None,
+            };
+            let placed = tail.state.apply(&Step {
+                uuid: &uuid,
+                facts: f,
+                bytes: enc.message_bytes as u64,
+                response_key: response_key.as_deref(),
+                prior,
+            });
+            msg_index = Some(placed.index as i64);
+            turn_start = placed.turn_start;
+        }
+        if let Some(p) = &d.tokens {
+            tail.state.restore_tokens(p);
+        }
+        let usage = facts.and_then(|f| f.usage);
+        let role = d.message.as_ref().and_then(|f| f.role).map(|r| match r {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        });
+        tail.state.track_stream(&d.env, seq);
+        if let Some(point) = compaction_point::point_of(conn, this.num, &d.env, seq)? {
+            tail.state.compacted(point);
+        }
+        let state =
+            serde_json::to_string(&tail.state).map_err(|e| Error::StoreIo(e.to_string()))?;
+        let response_key = usage.and(response_key.as_deref());
+        records::insert(
+            conn,
+            &NewRecord {
+                id,
+                msg_index,
+                encoded: &enc,
+                uuid: &uuid,
+                parent_uuid: d.str_field("parentUuid"),
+                record_type: d.record_type(),
+                role,
+                provider: d.str_field("provider"),
+                timestamp: d.str_field("timestamp").unwrap_or(&now.iso),
+                turn_start,
+                response_key,
+                usage,
+                state: &state,
+                written_ms: now.ms,
+            },
+        )?;
+        blob::put(conn, id, &enc.blobs)?;
+        if let Some(f) = facts.filter(|f| !f.calls.is_empty() || !f.results.is_empty()) {
+            let denied = d.env.get("toolUseResult").and_then(Value::as_str)
+                == Some("User rejected tool use");
+            let repair = d.env.contains_key("repair");
+            journal::on_message(conn, this.num, seq, f, denied, repair, now.ms)?;
+        }
+        tail.next_seq = seq + 1;
+        tail.last_uuid = Some(uuid);
+        tail.last_written_ms = Some(now.ms);
+        Ok(d.env)
+    }
+}
+
+impl Session {
+    /// The stored envelope of record `seq` if every field the caller gave in `d` is stored with
+    /// that value (`seq` aside: it is always the position).
+    fn stored_if_same(
+        &self,
+        conn: &Connection,
+        seq: u64,
+        d: &Draft,
+    ) -> Result<Option<Map<String, Value>>> {
+        let page = read_page(conn, self.num, seq, 1, usize::MAX, Part::Envelope, false)?;
+        let Some(Value::Object(stored)) = parse_page(&page)?.pop() else {
+            return Ok(None);
+        };
+        let same = d
+            .env
+            .iter()
+            .all(|(k, v)| k == "seq" || stored.get(k) == Some(v));
+        Ok(same.then_some(stored))
+    }
+
+    /// Another handle (or process) may have appended since this one last looked: re-read the tail
+    /// if the log's end is not where this handle thinks.
+    fn sync_tail(&self, conn: &Connection, tail: &mut Tail) -> Result<()> {
+        if records::last_seq(conn, self.num)? != tail.next_seq.checked_sub(1) {
+            *tail = load_tail(conn, self.num)?;
+        }
+        Ok(())
+    }
+
+    fn synced_tail(&self) -> Result<Tail> {
+        let conn = self.conn()?;
+        let mut tail = self.tail();
+        self.sync_tail(&conn, &mut tail)?;
+        Ok(tail.clone())
+    }
+
+    /// One page of `messages` as a JSON array, starting at record `from_seq`.
+    /// Messages follow the current branch: its records are seq ranges of the log.
+    pub fn messages_page(&self, from_seq: u64, max_bytes: usize) -> Result<Page> {
+        let run = || {
+            let conn = self.conn()?;
+            let tail = self.read_tail(&conn)?;
+            let Some(last) = tail.next_seq.checked_sub(1) else {
+                return Ok(Page {
+                    json: b"[]".to_vec(),
+                    next: None,
+                });
+            };
+            let path = tail.state.path(last);
+            let Some(i) = path.iter().position(|&(_, to)| to >= from_seq) else {
+                return Ok(Page {
+                    json: b"[]".to_vec(),
+                    next: None,
+                });
+            };
+            let (seg_from, seg_to) = path[i];
+            let start = from_seq.max(seg_from);
+            let mut page = read_page(
+                &conn,
+                self.num,
+                start,
+                seg_to - start + 1,
+                max_bytes,
+                Part::Message,
+                true,
+            )?;
+            if page.next.is_none() {
+                page.next = path.get(i + 1).map(|&(f, _)| f);
+            }
+            Ok(page)
+        };
+        run().map_err(|e: Error| e.during("messages"))
+    }
+
+    /// One page of envelopes (every record) as a JSON array.
+    pub fn envelopes_page(&self, from_seq: u64, limit: u64, max_bytes: usize) -> Result<Page> {
+        let conn = self.conn().map_err(|e| e.during("envelopes"))?;
+        read_page(
+            &conn,
+            self.num,
+            from_seq,
+            limit,
+            max_bytes,
+            Part::Envelope,
+            false,
+        )
+        .map_err(|e| e.during("envelopes"))
+    }
+
+    /// The messages of the current context, in order: from the latest compaction (its summary
+    /// first) on the current branch; records with `includeInContext: false` and events left out.
+    pub fn messages(&self) -> Result<Vec<Value>> {
+        self.messages_in(MessageView::Context)
+    }
+
+    /// Every message of the current branch from the start, across compactions.
+    pub fn all_messages(&self) -> Result<Vec<Value>> {
+        self.messages_in(MessageView::Full)
+    }
+
+    pub fn messages_in(&self, view: MessageView) -> Result<Vec<Value>> {
+        let (start, first) = self.message_start(view)?;
+        let mut out: Vec<Value> = first.into_iter().collect();
+        out.extend(collect(start, |from| self.messages_page(from, PAGE_BYTES))?);
+        Ok(out)
+    }
+
+    /// Where the messages of `view` start, and the message that goes before them (the summary
+    /// of a compaction).
+    pub(crate) fn message_start(&self, view: MessageView) -> Result<(u64, Option<Value>)> {
+        if view == MessageView::Full {
+            return Ok((0, None));
+        }
+        let run = || {
+            let conn = self.conn()?;
+            let tail = self.read_tail(&conn)?;
+            let start = compaction_point::start(&conn, self.num, &tail.state)?;
+            Ok((start.seq, start.summary.map(|r| r.message)))
+        };
+        run().map_err(|e: Error| e.during("messages"))
+    }
+
+    /// Every record's envelope, from `from_seq`, at most `limit`.
+    pub fn envelopes(&self, from_seq: u64, limit: Option<u64>) -> Result<Vec<Value>> {
+        let limit = limit.unwrap_or(u64::MAX);
+        let mut out = Vec::new();
+        let mut from = Some(from_seq);
+        while let Some(f) = from {
+            let left = limit.saturating_sub(out.len() as u64);
+            if left == 0 {
+                break;
+            }
+            let page = self.envelopes_page(f, left, PAGE_BYTES)?;
+            out.extend(parse_page(&page)?);
+            from = page.next;
+        }
+        Ok(out)
+    }
+
+    pub fn turns(&self) -> Result<Vec<Turn>> {
+        let run = || -> Result<Vec<Turn>> {
+            let tail = self.synced_tail()?;
+            let conn = self.conn()?;
+            let path = tail
+                .next_seq
+                .checked_sub(1)
+                .map_or(Vec::new(), |last| tail.state.path(last));
+            let on_path = |seq: u64| path.iter().any(|&(f, t)| f <= seq && seq <= t);
+            let mut turns = Vec::new();
+            // the record before the current one, if it was read: its seq and its state's text
+            let mut prev: Option<(u64, String)> = None;
+            records::each_turn_edge(&conn, self.num, |seq, stored| {
+                let starts = stored.int(checksum::col::TURN_START)? == Some(1);
+                // A turn of the current branch ends where the next of its turns starts.
+                if starts && seq > 0 && on_path(seq) && on_path(seq - 1) {
+                    let Some((_, state)) = prev.as_ref().filter(|(p, _)| *p + 1 == seq) else {
+                        return Err(checksum::damaged(
+                            &conn,
+                            self.num,
+                            seq - 1,
+                            "the record is missing",
+                        ));
+                    };
+                    let ended: State = serde_json::from_str(state).map_err(|e| {
+                        checksum::damaged(
+                            &conn,
+                            self.num,
+                            seq - 1,
+                            &format!("its state is not valid: {e}"),
+                        )
+                    })?;
+                    turns.extend(ended.current_turn());
+                }
+                prev = Some((seq, stored.state()?.to_string()));
+                Ok(())
+            })?;
+            turns.extend(tail.state.current_turn());
+            // Turns are numbered in order: a gap is a turn start lost to damage.
+            if let Some((i, t)) = turns.iter().enumerate().find(|(i, t)| t.index != *i as u64) {
+                return Err(Error::StoreCorrupt(format!(
+                    "session '{}' is damaged: turn {i} is missing (the next stored is turn {})",
+                    self.id, t.index
+                )));
+            }
+            Ok(turns)
+        };
+        run().map_err(|e| e.during("turns"))
+    }
+
+    pub fn token_tracker(&self) -> Result<TokenTracker> {
+        Ok(self
+            .synced_tail()
+            .map_err(|e| e.during("tokenTracker"))?
+            .state
+            .tracker())
+    }
+
+    pub fn context_fill(&self) -> Result<ContextFill> {
+        let run = || -> Result<ContextFill> {
+            let used = self.synced_tail()?.state.tracker().context_tokens;
+            let window = sessions::context_window(&*self.conn()?, self.num)?;
+            Ok(ContextFill {
+                used_tokens: used,
+                context_window: window,
+                fraction: window.filter(|&w| w > 0).map(|w| used as f64 / w as f64),
+            })
+        };
+        run().map_err(|e| e.during("contextFill"))
+    }
+
+    pub fn info(&self) -> Result<SessionInfo> {
+        let conn = self.conn().map_err(|e| e.during("info"))?;
+        Ok(read_info(&conn, self.num).map_err(|e| e.during("info"))?.0)
+    }
+
+    pub fn set_status(&self, status: Status) -> Result<()> {
+        let run = || -> Result<()> {
+            self.shared.writable()?;
+            let conn = self.conn()?;
+            let tx = Txn::immediate(&conn)?;
+            let heartbeat = self.shared.claim(&tx, self.num, &self.id)?;
+            sessions::set_status(&tx, self.num, status, clock::now_ms())?;
+            tx.commit()?;
+            self.shared.claimed(self.num, heartbeat);
+            Ok(())
+        };
+        run().map_err(|e| e.during("setStatus"))
+    }
+
+    /// Closes this handle; the store stays open.
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.shared.release(self.num);
+        }
+    }
+}
+
+/// The time of one write: every record of a batch gets the same.
+pub(crate) struct Now {
+    pub iso: String,
+    pub ms: i64,
+}
+
+impl Now {
+    fn new() -> Now {
+        Now {
+            iso: clock::now_iso(),
+            ms: clock::now_ms(),
+        }
+    }
+}
+
+fn prefix_index(e: Error, i: usize) -> Error {
+    match e {
+        Error::InvalidInput(m) => Error::InvalidInput(format!("[{i}].{m}")),
+        other => other,
+    }
+}
+
+fn restore_draft(item: Value) -> Result<Draft> {
+    let value = match item {
+        Value::String(text) => json::parse(&text)?,
+        v => v,
+    };
+    match value {
+        Value::Object(_) => Draft::from_input(value, None),
+        other => Err(Error::InvalidInput(format!(
+            "expected an envelope or a message object, got {}",
+            crate::model::message::kind(&other)
+        ))),
+    }
+}
+
+fn collect(start: u64, mut page: impl FnMut(u64) -> Result<Page>) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    let mut from = Some(start);
+    while let Some(f) = from {
+        let p = page(f)?;
+        out.extend(parse_page(&p)?);
+        from = p.next;
+    }
+    Ok(out)
+}

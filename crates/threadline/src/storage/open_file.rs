@@ -1,0 +1,142 @@
+//! The store files this process has open: one set of connections per file. SQLite cannot close
+//! a file descriptor while another connection of the same process holds a lock on that file
+//! (POSIX locks belong to the process, and closing any descriptor would drop them all), so it
+//! keeps it open until the other closes: a store dropped while another store on the same file
+//! stayed open would keep two descriptors for as long. Stores of one process that open the same
+//! file with the same connection settings share its connections instead: opening it again costs
+//! no descriptor, and dropping a store frees nothing that another still uses.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use rusqlite::Connection;
+
+use crate::error::Result;
+use crate::model::options::{Durability, StoreOptions};
+use crate::storage::checkpoint::Checkpointer;
+
+/// A store file's connections.
+pub(crate) struct OpenFile {
+    /// Declared before `checkpointer`, so dropped before it: its WAL hook points into it.
+    pub conn: Mutex<Connection>,
+    pub checkpointer: Option<Checkpointer>,
+    /// Where the table lists it; None if it is not shared (in memory, or not found on disk).
+    key: Option<Key>,
+}
+
+/// A file and the settings of its connections. The file is its canonical path (a relative
+/// path, `./` or a symlink name the same file) and its inode (a file replaced at that path is
+/// another); the path stays in the key because a bind mount shows the same inode under another
+/// path with other permissions (read-only).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(not(unix), allow(dead_code))]
+struct Key {
+    path: std::path::PathBuf,
+    dev: u64,
+    ino: u64,
+    readonly: bool,
+    durability: Durability,
+    busy_timeout_ms: u32,
+}
+
+struct Entry {
+    file: Weak<OpenFile>,
+    /// stores open on it (not closed, not dropped)
+    handles: usize,
+}
+
+fn table() -> MutexGuard<'static, HashMap<Key, Entry>> {
+    static TABLE: OnceLock<Mutex<HashMap<Key, Entry>>> = OnceLock::new();
+    TABLE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// The open file at `file` (SQLite's file name) for a new store: the one already open with the
+/// same settings, else a new one from `make` (its connection and its checkpointer).
+pub(crate) fn open(
+    file: &str,
+    options: &StoreOptions,
+    make: impl FnOnce() -> Result<(Connection, Option<Checkpointer>)>,
+) -> Result<Arc<OpenFile>> {
+    if let Some(key) = key_of(file, options) {
+        let mut table = table();
+        if let Some(entry) = table.get_mut(&key) {
+            if let Some(open) = entry.file.upgrade() {
+                entry.handles += 1;
+                return Ok(open);
+            }
+        }
+    }
+    let (conn, checkpointer) = make()?;
+    // Known now that the file exists. Another thread may have opened it meanwhile: then this
+    // one stays unshared.
+    let key = key_of(file, options);
+    let mut table = table();
+    let key = key.filter(|k| table.get(k).is_none_or(|e| e.file.strong_count() == 0));
+    let open = Arc::new(OpenFile {
+        conn: Mutex::new(conn),
+        checkpointer,
+        key: key.clone(),
+    });
+    if let Some(key) = key {
+        let file = Arc::downgrade(&open);
+        table.insert(key, Entry { file, handles: 1 });
+    }
+    Ok(open)
+}
+
+/// A store lets go of `file` (closed or dropped), with `conn` its connection, locked. The last
+/// store to let go closes the file, even while closed stores still refer to it.
+pub(crate) fn release(file: &OpenFile, conn: &mut Connection) -> Result<()> {
+    if let Some(key) = &file.key {
+        let mut table = table();
+        if let Some(entry) = table.get_mut(key) {
+            entry.handles = entry.handles.saturating_sub(1);
+            if entry.handles > 0 {
+                return Ok(());
+            }
+            table.remove(key);
+        }
+    }
+    file.shut(conn)
+}
+
+impl OpenFile {
+    /// Stops the checkpointer and closes the connection; an inert in-memory one takes its place,
+    /// so the file is really closed now.
+    fn shut(&self, conn: &mut Connection) -> Result<()> {
+        if let Some(c) = &self.checkpointer {
+            c.stop();
+            Checkpointer::unwatch(conn);
+        }
+        let inert = Connection::open_in_memory()?;
+        std::mem::replace(conn, inert)
+            .close()
+            .map_err(|(_, e)| e.into())
+    }
+}
+
+#[cfg(unix)]
+fn key_of(file: &str, options: &StoreOptions) -> Option<Key> {
+    use std::os::unix::fs::MetadataExt;
+    if file == ":memory:" {
+        return None;
+    }
+    let meta = std::fs::metadata(file).ok()?;
+    Some(Key {
+        path: std::fs::canonicalize(file).ok()?,
+        dev: meta.dev(),
+        ino: meta.ino(),
+        readonly: options.readonly,
+        durability: options.durability,
+        busy_timeout_ms: options.busy_timeout_ms,
+    })
+}
+
+/// Elsewhere each store keeps its own connections (Windows locks are not per process).
+#[cfg(not(unix))]
+fn key_of(_file: &str, _options: &StoreOptions) -> Option<Key> {
+    None
+}

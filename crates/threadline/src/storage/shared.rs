@@ -1,0 +1,114 @@
+//! What a store and all its sessions share: the file's connection (through `open_file`, shared
+//! with the other stores of this process on the same file), the store's options, and the
+//! sessions this process holds.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::model::clock;
+use crate::model::options::StoreOptions;
+use crate::storage::open_file::{self, OpenFile};
+use crate::storage::owner;
+
+/// The connection and settings that a store and all its sessions share.
+pub(crate) struct Shared {
+    /// the file's connections, shared with the other stores of this process open on it
+    file: Arc<OpenFile>,
+    closed: AtomicBool,
+    pub path: String,
+    pub options: StoreOptions,
+    /// sessions this process holds through this store, with the time of its last heartbeat
+    owned: Mutex<HashMap<i64, i64>>,
+}
+
+impl Drop for Shared {
+    /// A store dropped without `close()` lets go of its file (closed with the last store on it).
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            let mut conn = self.file.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = open_file::release(&self.file, &mut conn);
+        }
+    }
+}
+
+impl Shared {
+    pub fn new(file: Arc<OpenFile>, path: String, options: StoreOptions) -> Shared {
+        Shared {
+            file,
+            closed: AtomicBool::new(false),
+            path,
+            options,
+            owned: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Closes this store's use of the file: the sessions it holds are let go, and the file closes
+    /// with the last store of this process open on it. Closing twice is nothing.
+    pub fn close(&self) -> Result<()> {
+        let mut guard = self.file.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        for num in std::mem::take(&mut *self.owned()).into_keys() {
+            let _ = owner::release(&guard, num);
+        }
+        open_file::release(&self.file, &mut guard)
+    }
+
+    /// The open connection, or CLOSED.
+    pub fn lock(&self) -> Result<MutexGuard<'_, Connection>> {
+        let guard = self.file.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("the store is closed".into()));
+        }
+        Ok(guard)
+    }
+
+    /// Before a write, inside its transaction: holds the session for this process (SESSION_LOCKED
+    /// if another live process does), refreshing the heartbeat at most every HEARTBEAT_MS.
+    /// Returns the heartbeat to remember once the transaction commits.
+    pub fn claim(&self, conn: &Connection, num: i64, id: &str) -> Result<Option<i64>> {
+        let now = clock::now_ms();
+        let last = self.owned().get(&num).copied();
+        if last.is_some_and(|t| now - t < owner::HEARTBEAT_MS) {
+            return Ok(None);
+        }
+        owner::claim(conn, num, id, now).map(Some)
+    }
+
+    pub fn claimed(&self, num: i64, heartbeat: Option<i64>) {
+        if let Some(t) = heartbeat {
+            self.owned().insert(num, t);
+        }
+    }
+
+    /// Lets go of a session this process holds (its handle was closed).
+    pub fn release(&self, num: i64) {
+        if self.owned().remove(&num).is_none() {
+            return;
+        }
+        if let Ok(conn) = self.lock() {
+            // Best effort: an owner that is gone is detected anyway.
+            let _ = owner::release(&conn, num);
+        }
+    }
+
+    fn owned(&self) -> MutexGuard<'_, HashMap<i64, i64>> {
+        self.owned.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn writable(&self) -> Result<()> {
+        if self.options.readonly {
+            return Err(Error::StoreIo("the store was opened readonly".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,201 @@
+//! A store: one SQLite file (WAL) holding any number of sessions.
+
+pub(crate) mod fork;
+pub(crate) mod snapshot;
+pub(crate) mod verify;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::model::clock;
+use crate::model::options::{SessionFilter, SessionInfo, SessionOptions, StoreOptions};
+use crate::session::Session;
+use crate::storage::checkpoint;
+use crate::storage::connection;
+use crate::storage::owner;
+use crate::storage::sessions;
+pub(crate) use crate::storage::shared::Shared;
+
+pub struct Store {
+    shared: Arc<Shared>,
+}
+
+/// `THREADLINE_HOME/threadline.db` if THREADLINE_HOME is set, else the platform's per-user data
+/// directory + `threadline/threadline.db`.
+pub fn default_store_path() -> PathBuf {
+    match std::env::var_os("THREADLINE_HOME") {
+        Some(home) if !home.is_empty() => PathBuf::from(home).join("threadline.db"),
+        _ => dirs::data_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("threadline")
+            .join("threadline.db"),
+    }
+}
+
+impl Store {
+    /// Opens the store at `path` (created if missing; `:memory:` for one in memory only).
+    pub fn open(path: Option<&str>, options: StoreOptions) -> Result<Store> {
+        // The default location is ours to make (0700); a path the caller gives must be in a
+        // directory that exists: nothing is created that the caller did not ask for.
+        let (path, make_dirs) = match path {
+            Some(p) => (p.to_string(), false),
+            None => (default_store_path().to_string_lossy().into_owned(), true),
+        };
+        let open = connection::open(&path, &options, make_dirs)
+            .map_err(|e| e.during(&format!("open {path}")))?;
+        let shared = Shared::new(open, path, options);
+        Ok(Store {
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// An in-memory store, for sessions made without one.
+    pub fn memory() -> Result<Store> {
+        Store::open(Some(":memory:"), StoreOptions::default())
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    pub fn options(&self) -> &StoreOptions {
+        &self.shared.options
+    }
+
+    pub fn create_session(&self, options: SessionOptions) -> Result<Session> {
+        self.create(options).map_err(|e| e.during("createSession"))
+    }
+
+    fn create(&self, o: SessionOptions) -> Result<Session> {
+        self.shared.writable()?;
+        let id = match o.id.clone() {
+            Some(id) if id.is_empty() => {
+                return Err(Error::InvalidInput("id: must not be empty".into()))
+            }
+            Some(id) => id,
+            None => uuid::Uuid::now_v7().to_string(),
+        };
+        let now = clock::now_ms();
+        let guard = self.shared.lock()?;
+        let conn = crate::storage::txn::Txn::immediate(&guard)?;
+        if sessions::num_of(&conn, &id)?.is_some() {
+            return Err(Error::InvalidInput(format!(
+                "id: a session '{id}' already exists"
+            )));
+        }
+        let num = sessions::insert(&conn, &id, &o, now)?;
+        conn.commit()?;
+        drop(guard);
+        Session::attach(self.shared.clone(), num, id)
+    }
+
+    /// Opens a stored session. NOT_FOUND if absent; PROMPT_MISMATCH if `prompt_key` is given and
+    /// the session was made with another.
+    pub fn open_session(&self, id: &str, prompt_key: Option<&str>) -> Result<Session> {
+        let found: Option<(i64, Option<String>)> = {
+            let conn = self.shared.lock().map_err(|e| e.during("openSession"))?;
+            sessions::num_and_prompt_key(&conn, id).map_err(|e| e.during("openSession"))?
+        };
+        let Some((num, key)) = found else {
+            return Err(Error::NotFound(format!("openSession: no session '{id}'")));
+        };
+        if let (Some(given), Some(stored)) = (prompt_key, key.as_deref()) {
+            if given != stored {
+                return Err(Error::PromptMismatch(format!(
+                    "openSession: session '{id}' was made for prompt '{stored}', not '{given}'"
+                )));
+            }
+        }
+        Session::attach(self.shared.clone(), num, id.to_string())
+            .map_err(|e| e.during("openSession"))
+    }
+
+    /// Sessions, most recently updated first.
+    pub fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionInfo>> {
+        let run = || -> Result<Vec<SessionInfo>> {
+            let conn = self.shared.lock()?;
+            let nums = sessions::nums(&conn, filter.project.as_deref(), filter.status)?;
+            let since = bound(&filter.since, "since")?;
+            let until = bound(&filter.until, "until")?;
+            let mut out = Vec::with_capacity(nums.len());
+            for num in nums {
+                let (info, recency) = crate::storage::records::read_info(&conn, num)?;
+                let updated = recency.updated_ms;
+                if since.is_some_and(|s| updated < s) || until.is_some_and(|u| updated > u) {
+                    continue;
+                }
+                out.push((recency, info));
+            }
+            out.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.id.cmp(&a.1.id)));
+            let limit = filter.limit.map_or(usize::MAX, |l| l as usize);
+            Ok(out.into_iter().take(limit).map(|(_, i)| i).collect())
+        };
+        run().map_err(|e| e.during("listSessions"))
+    }
+
+    /// Sessions left `active` by a process that is gone (killed, crashed, or exited without
+    /// closing them), most recently updated first.
+    pub fn interrupted_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let run = || -> Result<Vec<SessionInfo>> {
+            let conn = self.shared.lock()?;
+            let mut out = Vec::new();
+            for num in owner::interrupted(&conn, clock::now_ms())? {
+                out.push(crate::storage::records::read_info(&conn, num)?);
+            }
+            out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.id.cmp(&a.0.id)));
+            Ok(out.into_iter().map(|(i, _)| i).collect())
+        };
+        run().map_err(|e| e.during("interruptedSessions"))
+    }
+
+    /// Deletes a session, its records, and the blobs no other record uses.
+    pub fn delete_session(&self, id: &str) -> Result<()> {
+        let run = || -> Result<()> {
+            self.shared.writable()?;
+            let conn = self.shared.lock()?;
+            let tx = crate::storage::txn::Txn::immediate(&conn)?;
+            let num = sessions::num_of(&tx, id)?;
+            let Some(num) = num else {
+                return Err(Error::NotFound(format!("no session '{id}'")));
+            };
+            owner::check_free(&tx, num, id, clock::now_ms())?;
+            sessions::delete(&tx, num)?;
+            tx.commit()?;
+            checkpoint::truncate_now(&conn);
+            Ok(())
+        };
+        run().map_err(|e| e.during("deleteSession"))
+    }
+
+    /// Closes the store; later use of it or its sessions fails with CLOSED.
+    pub fn close(&self) -> Result<()> {
+        self.shared.close().map_err(|e| e.during("close"))
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+}
+
+fn bound(s: &Option<String>, name: &str) -> Result<Option<i64>> {
+    match s {
+        None => Ok(None),
+        Some(s) => clock::parse_ms(s).map(Some).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "filter.{name}: expected an ISO 8601 date-time, got '{s}'"
+            ))
+        }),
+    }
+}
+
+impl Session {
+    /// A session in memory only, with no store behind it.
+    pub fn in_memory(options: SessionOptions) -> Result<Session> {
+        Store::memory()?.create_session(options)
+    }
+}
