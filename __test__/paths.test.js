@@ -73,3 +73,14 @@ test('a dangling symlink at the store path: its target is created 0600', (t) => 
   }
   assert.equal(mode(target), 0o600)
 })
+
+test('a postgres:// URL is never taken for a file path: malformed ones name the problem, and no file is made', (t) => {
+  const dir = tmpDir(t)
+  const cwd = process.cwd()
+  process.chdir(dir)
+  t.after(() => process.chdir(cwd))
+  expectError(() => Store.open('postgres://me@127.0.0.1:5432/db?schema=Team'), 'INVALID_INPUT', "schema 'Team'", 'lowercase')
+  expectError(() => Store.open('postgresql://me@127.0.0.1/db?sslmode=require'), 'INVALID_INPUT', 'TLS')
+  expectError(() => Store.open('postgres://me@127.0.0.1:5432/db'), 'INVALID_INPUT', 'PostgreSQL stores are not available')
+  assert.deepEqual(fs.readdirSync(dir), [])
+})

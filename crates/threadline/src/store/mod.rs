@@ -42,6 +42,13 @@ impl Store {
             Some(p) => (p.to_string(), false),
             None => (default_store_path().to_string_lossy().into_owned(), true),
         };
+        if crate::storage::postgres::is_url(&path) {
+            crate::storage::postgres::PgUrl::parse(&path)?;
+            return Err(Error::InvalidInput(
+                "path: PostgreSQL stores are not available in this version yet; this URL is well formed"
+                    .into(),
+            ));
+        }
         let open = connection::open(&path, &options, make_dirs)
             .map_err(|e| e.during(&format!("open {path}")))?;
         let shared = Shared::new(open, path, options);

@@ -1,0 +1,71 @@
+//! The PostgreSQL engine's foundation: the `postgres://` URL (with the schema it names), the
+//! connection with its timeouts, errors mapped to the store's codes, and the versioned schema.
+//! Records keep the SQLite layout (ids `num << SEQ_BITS | seq`, the same checksummed columns),
+//! so a session moves between engines as the same rows.
+
+pub(crate) mod error;
+pub(crate) mod schema;
+pub(crate) mod url;
+
+use std::time::Duration;
+
+use postgres::{Client, NoTls};
+
+use crate::error::Result;
+use crate::model::options::StoreOptions;
+
+pub(crate) use self::url::PgUrl;
+
+/// Whether `path` names a PostgreSQL server rather than a file.
+pub(crate) fn is_url(path: &str) -> bool {
+    path.starts_with("postgres://") || path.starts_with("postgresql://")
+}
+
+/// Connects to the server `url` names, with its schema created or brought up to date (a
+/// readonly store only checks it). Waits on the server are bounded by `busyTimeoutMs`: the
+/// connection (unless the URL sets `connect_timeout`), and each statement and lock wait.
+pub(crate) fn connect(url: &PgUrl, options: &StoreOptions) -> Result<Client> {
+    let mut config = url.config.clone();
+    let timeout = Duration::from_millis(u64::from(options.busy_timeout_ms.max(1)));
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(timeout);
+    }
+    config.application_name("threadline");
+    let mut client = config.connect(NoTls).map_err(error::mapped)?;
+    let ms = options.busy_timeout_ms.max(1);
+    client
+        .batch_execute(&format!(
+            "SET lock_timeout = {ms}; SET statement_timeout = {}; SET idle_in_transaction_session_timeout = {}",
+            ms.saturating_mul(4),
+            ms.saturating_mul(10).max(60_000),
+        ))
+        .map_err(error::mapped)?;
+    schema::prepare(&mut client, &url.schema, options.readonly)?;
+    Ok(client)
+}
+
+#[cfg(test)]
+pub(crate) mod test_server {
+    /// The server the tests run against: `THREADLINE_TEST_POSTGRES` (scripts/postgres.js starts
+    /// one for `npm test`). None when it is not set: the test says so and passes nothing off as
+    /// tested, unless `THREADLINE_REQUIRE_POSTGRES` is set (`.ci/run` sets it), which fails it.
+    pub fn url() -> Option<String> {
+        match std::env::var("THREADLINE_TEST_POSTGRES") {
+            Ok(u) if !u.is_empty() => Some(u),
+            _ => {
+                assert!(
+                    std::env::var_os("THREADLINE_REQUIRE_POSTGRES").is_none(),
+                    "THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not"
+                );
+                eprintln!("THREADLINE_TEST_POSTGRES is not set: PostgreSQL tests not run");
+                None
+            }
+        }
+    }
+
+    /// The URL with a schema of its own for one test.
+    pub fn with_schema(base: &str, name: &str) -> String {
+        let sep = if base.contains('?') { '&' } else { '?' };
+        format!("{base}{sep}schema=t_{name}_{}", std::process::id())
+    }
+}

@@ -1,0 +1,347 @@
+//! The PostgreSQL schema: the same tables as the SQLite file (records keyed by
+//! `num << SEQ_BITS | seq`, with the same checksummed columns, so rows move between engines
+//! unchanged), in the schema the URL names, versioned in its `meta` table. Migrations run
+//! under a transaction-scoped advisory lock, so processes opening one new schema at once
+//! create it once.
+//!
+//! Differences from SQLite: session ownership is a lease (owner, heartbeat, expiry) in the
+//! sessions row, since a pid means nothing across hosts; the search index is a `tsvector` per
+//! record with a GIN index.
+
+use postgres::Client;
+
+use super::error::mapped;
+use super::url::quote;
+use crate::error::{Error, Result};
+use crate::storage::schema::APPLICATION_ID;
+
+pub const VERSION: i64 = 1;
+
+/// Migrations, in order: `MIGRATIONS[i]` brings a schema from version i to i + 1. `{s}` is the
+/// quoted schema name.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE {s}.sessions(
+  num BIGSERIAL PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  project TEXT,
+  title TEXT,
+  provider TEXT,
+  model TEXT,
+  status TEXT NOT NULL DEFAULT 'active',
+  created_ms BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL,
+  context_window BIGINT,
+  prompt_key TEXT,
+  metadata TEXT,
+  forked_from TEXT,
+  write_seq BIGINT NOT NULL DEFAULT 0,
+  records BIGINT NOT NULL DEFAULT 0,
+  indexed BIGINT NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  lease_host TEXT,
+  lease_heartbeat_ms BIGINT,
+  lease_expires_ms BIGINT
+);
+CREATE INDEX sessions_write_seq ON {s}.sessions(write_seq);
+CREATE SEQUENCE {s}.write_seq;
+CREATE TABLE {s}.records(
+  id BIGINT PRIMARY KEY,
+  uuid TEXT NOT NULL,
+  parent_uuid TEXT,
+  type TEXT NOT NULL,
+  role TEXT,
+  provider TEXT,
+  timestamp TEXT NOT NULL,
+  written_ms BIGINT NOT NULL,
+  msg_index BIGINT,
+  turn_start BIGINT NOT NULL DEFAULT 0,
+  response_key TEXT,
+  input_tokens BIGINT,
+  output_tokens BIGINT,
+  cache_read_tokens BIGINT,
+  cache_creation_tokens BIGINT,
+  state TEXT NOT NULL,
+  has_blobs BIGINT NOT NULL DEFAULT 0,
+  body BYTEA NOT NULL,
+  message BYTEA,
+  crc BIGINT,
+  meta_crc BIGINT
+);
+CREATE INDEX records_uuid ON {s}.records(uuid);
+CREATE INDEX records_response ON {s}.records(response_key) WHERE response_key IS NOT NULL;
+CREATE INDEX records_turn_start ON {s}.records(id) WHERE turn_start = 1;
+CREATE TABLE {s}.blobs(
+  hash TEXT PRIMARY KEY,
+  bytes BIGINT NOT NULL,
+  literal BYTEA NOT NULL,
+  crc BIGINT
+);
+CREATE TABLE {s}.blob_refs(
+  record BIGINT NOT NULL,
+  hash TEXT NOT NULL,
+  PRIMARY KEY(record, hash)
+);
+CREATE INDEX blob_refs_hash ON {s}.blob_refs(hash);
+CREATE TABLE {s}.tool_calls(
+  session BIGINT NOT NULL,
+  id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  call_seq BIGINT NOT NULL,
+  ord BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  requested_ms BIGINT NOT NULL,
+  started_ms BIGINT,
+  ended_ms BIGINT,
+  result_seq BIGINT,
+  outcome TEXT,
+  crc BIGINT,
+  PRIMARY KEY(session, id)
+);
+CREATE TABLE {s}.search(
+  id BIGINT PRIMARY KEY,
+  text TSVECTOR,
+  thinking TSVECTOR,
+  tool_input TSVECTOR,
+  tool_output TSVECTOR
+);
+CREATE INDEX search_text ON {s}.search USING GIN(text);
+CREATE INDEX search_thinking ON {s}.search USING GIN(thinking);
+CREATE INDEX search_tool_input ON {s}.search USING GIN(tool_input);
+CREATE INDEX search_tool_output ON {s}.search USING GIN(tool_output);
+"#];
+
+/// Creates the schema or brings it up to date; a readonly store only checks it.
+pub(crate) fn prepare(client: &mut Client, schema: &str, readonly: bool) -> Result<()> {
+    let s = quote(schema);
+    let version = read_version(client, schema)?;
+    check_version(schema, version)?;
+    if version == Some(VERSION) {
+        return Ok(());
+    }
+    if readonly {
+        return Err(Error::StoreIo(format!(
+            "PostgreSQL: schema '{schema}' holds no Threadline store (or an older one); open it once for writing"
+        )));
+    }
+    let mut tx = client.transaction().map_err(mapped)?;
+    // One process migrates; the others wait here, then find it done.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&(APPLICATION_ID as i32), &schema],
+    )
+    .map_err(mapped)?;
+    tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {s}"))
+        .map_err(mapped)?;
+    let found = schema_state(&mut tx, schema)?;
+    let from = match found {
+        SchemaState::Empty => {
+            tx.batch_execute(&format!(
+                "CREATE TABLE {s}.meta(key TEXT PRIMARY KEY, value BIGINT NOT NULL);
+                 INSERT INTO {s}.meta VALUES ('application_id', {APPLICATION_ID}), ('version', 0);"
+            ))
+            .map_err(mapped)?;
+            0
+        }
+        SchemaState::Store(v) => v,
+        SchemaState::Foreign => return Err(foreign(schema)),
+    };
+    check_version(schema, Some(from))?;
+    for (i, m) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+        tx.batch_execute(&m.replace("{s}", &s)).map_err(mapped)?;
+        tx.execute(
+            &format!("UPDATE {s}.meta SET value = $1 WHERE key = 'version'"),
+            &[&(i as i64 + 1)],
+        )
+        .map_err(mapped)?;
+    }
+    tx.commit().map_err(mapped)
+}
+
+enum SchemaState {
+    /// no tables at all: a new store
+    Empty,
+    /// a Threadline store of this version
+    Store(i64),
+    /// tables that are not a Threadline store's
+    Foreign,
+}
+
+fn schema_state(client: &mut impl postgres::GenericClient, schema: &str) -> Result<SchemaState> {
+    let tables: i64 = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1",
+            &[&schema],
+        )
+        .map_err(mapped)?
+        .get(0);
+    if tables == 0 {
+        return Ok(SchemaState::Empty);
+    }
+    Ok(match read_meta(client, schema)? {
+        Some(v) => SchemaState::Store(v),
+        None => SchemaState::Foreign,
+    })
+}
+
+/// The version of the store in `schema`, None if there is none.
+fn read_version(client: &mut Client, schema: &str) -> Result<Option<i64>> {
+    match schema_state(client, schema)? {
+        SchemaState::Empty => Ok(None),
+        SchemaState::Store(v) => Ok(Some(v)),
+        SchemaState::Foreign => Err(foreign(schema)),
+    }
+}
+
+/// The `meta` table's version if it is a Threadline store's (its application id matches).
+fn read_meta(client: &mut impl postgres::GenericClient, schema: &str) -> Result<Option<i64>> {
+    let has_meta: bool = client
+        .query_one(
+            "SELECT EXISTS(SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'meta')",
+            &[&schema],
+        )
+        .map_err(mapped)?
+        .get(0);
+    if !has_meta {
+        return Ok(None);
+    }
+    let s = quote(schema);
+    let rows = client
+        .query(&format!("SELECT key, value FROM {s}.meta"), &[])
+        .map_err(mapped)?;
+    let get = |k: &str| {
+        rows.iter()
+            .find(|r| r.get::<_, String>(0) == k)
+            .map(|r| r.get::<_, i64>(1))
+    };
+    match (get("application_id"), get("version")) {
+        (Some(APPLICATION_ID), Some(v)) => Ok(Some(v)),
+        _ => Ok(None),
+    }
+}
+
+fn check_version(schema: &str, version: Option<i64>) -> Result<()> {
+    match version {
+        Some(v) if v > VERSION => Err(Error::StoreVersion(format!(
+            "PostgreSQL schema '{schema}' was written by a newer Threadline (schema version {v}; this one knows up to {VERSION})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn foreign(schema: &str) -> Error {
+    Error::StoreCorrupt(format!(
+        "PostgreSQL schema '{schema}' holds tables that are not a Threadline store"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::options::StoreOptions;
+    use crate::storage::postgres::{connect, test_server, PgUrl};
+
+    fn url(name: &str) -> Option<PgUrl> {
+        let base = test_server::url()?;
+        Some(PgUrl::parse(&test_server::with_schema(&base, name)).unwrap())
+    }
+
+    fn drop_schema(url: &PgUrl) {
+        let mut c = url.config.connect(postgres::NoTls).unwrap();
+        c.batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {} CASCADE",
+            url.quoted_schema()
+        ))
+        .unwrap();
+    }
+
+    #[test]
+    fn a_new_schema_is_created_at_the_current_version_and_opened_again_as_is() {
+        let Some(url) = url("create") else { return };
+        drop_schema(&url);
+        let mut c = connect(&url, &StoreOptions::default()).unwrap();
+        assert_eq!(read_version(&mut c, &url.schema).unwrap(), Some(VERSION));
+        let tables: i64 = c
+            .query_one(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1",
+                &[&url.schema],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            tables, 7,
+            "meta, sessions, records, blobs, blob_refs, tool_calls, search"
+        );
+        drop(c);
+        connect(&url, &StoreOptions::default()).unwrap();
+        drop_schema(&url);
+    }
+
+    #[test]
+    fn processes_creating_one_schema_at_once_create_it_once() {
+        let Some(url) = url("race") else { return };
+        drop_schema(&url);
+        let url = std::sync::Arc::new(url);
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let url = url.clone();
+                std::thread::spawn(move || connect(&url, &StoreOptions::default()).map(|_| ()))
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().unwrap();
+        }
+        drop_schema(&url);
+    }
+
+    #[test]
+    fn a_newer_schema_is_store_version_and_foreign_tables_are_store_corrupt() {
+        let Some(url) = url("version") else { return };
+        drop_schema(&url);
+        let mut c = connect(&url, &StoreOptions::default()).unwrap();
+        let s = url.quoted_schema();
+        c.batch_execute(&format!(
+            "UPDATE {s}.meta SET value = 99 WHERE key = 'version'"
+        ))
+        .unwrap();
+        let e = connect(&url, &StoreOptions::default()).err().unwrap();
+        assert_eq!(e.code(), "STORE_VERSION", "{}", e.message());
+        c.batch_execute(&format!(
+            "DROP SCHEMA {s} CASCADE; CREATE SCHEMA {s}; CREATE TABLE {s}.notes(x int)"
+        ))
+        .unwrap();
+        let e = connect(&url, &StoreOptions::default()).err().unwrap();
+        assert_eq!(e.code(), "STORE_CORRUPT", "{}", e.message());
+        // Nothing of the foreign schema was changed.
+        let n: i64 = c
+            .query_one(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1",
+                &[&url.schema],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 1);
+        drop_schema(&url);
+    }
+
+    #[test]
+    fn a_readonly_store_does_not_create_its_schema() {
+        let Some(url) = url("readonly") else { return };
+        drop_schema(&url);
+        let options = StoreOptions {
+            readonly: true,
+            ..Default::default()
+        };
+        let e = connect(&url, &options).err().unwrap();
+        assert_eq!(e.code(), "STORE_IO", "{}", e.message());
+        let mut c = url.config.connect(postgres::NoTls).unwrap();
+        let n: i64 = c
+            .query_one(
+                "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1",
+                &[&url.schema],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0);
+    }
+}
