@@ -40,7 +40,7 @@ pub fn me() -> &'static Owner {
 }
 
 impl Owner {
-    fn is_me(&self) -> bool {
+    pub(crate) fn is_me(&self) -> bool {
         let m = me();
         self.pid == m.pid && self.host == m.host && self.start == m.start
     }
@@ -143,7 +143,7 @@ pub fn interrupted(conn: &Connection, now_ms: i64) -> Result<Vec<i64>> {
     Ok(out)
 }
 
-fn locked(session_id: &str, o: &Owner) -> Error {
+pub(crate) fn locked(session_id: &str, o: &Owner) -> Error {
     Error::SessionLocked(format!(
         "session '{session_id}' is being written by another live process (pid {} on {}); \
          open it from a read-only store to read it, or wait until that process closes it",

@@ -4,6 +4,7 @@
 //! so a session moves between engines as the same rows.
 
 pub(crate) mod error;
+pub(crate) mod lease;
 pub(crate) mod schema;
 pub(crate) mod url;
 

@@ -4,9 +4,9 @@
 //! under a transaction-scoped advisory lock, so processes opening one new schema at once
 //! create it once.
 //!
-//! Differences from SQLite: session ownership is a lease (owner, heartbeat, expiry) in the
-//! sessions row, since a pid means nothing across hosts; the search index is a `tsvector` per
-//! record with a GIN index.
+//! Differences from SQLite: session ownership is a lease (`lease.rs`: the owner and a heartbeat
+//! on the server's clock, in the same columns as SQLite's owner), and the search index is a
+//! `tsvector` per field with GIN indexes.
 
 use postgres::Client;
 
@@ -37,10 +37,10 @@ CREATE TABLE {s}.sessions(
   write_seq BIGINT NOT NULL DEFAULT 0,
   records BIGINT NOT NULL DEFAULT 0,
   indexed BIGINT NOT NULL DEFAULT 0,
-  lease_owner TEXT,
-  lease_host TEXT,
-  lease_heartbeat_ms BIGINT,
-  lease_expires_ms BIGINT
+  owner_pid BIGINT,
+  owner_host TEXT,
+  owner_start BIGINT,
+  heartbeat_ms BIGINT
 );
 CREATE INDEX sessions_write_seq ON {s}.sessions(write_seq);
 CREATE SEQUENCE {s}.write_seq;

@@ -1,0 +1,231 @@
+//! Session ownership on PostgreSQL: a lease. The writing process (pid, host, start time, as on
+//! SQLite) holds a session through its row, with a heartbeat taken from the server's clock, so
+//! hosts with skewed clocks agree on when a lease has run out. Another writer gets
+//! SESSION_LOCKED while the holder is alive: on the same host, while its pid runs; on another
+//! host, until its heartbeat is `REMOTE_STALE_MS` old. A dead holder's active sessions are
+//! interrupted sessions, and the next writer takes them over.
+//!
+//! Why a lease and not an advisory lock that dies with the connection: advisory locks are tied
+//! to one server session, so they break behind a transaction-pooling proxy (PgBouncer) and are
+//! missing or partial in databases that speak PostgreSQL's protocol (CockroachDB, YugabyteDB);
+//! a network partition also holds one until TCP keepalive gives up. A lease is a plain row
+//! update, in the append's own transaction, under the row lock that `FOR UPDATE` takes.
+
+use postgres::GenericClient;
+
+use super::error::mapped;
+use super::url::quote;
+use crate::error::Result;
+use crate::storage::owner::{self, Owner};
+
+/// The server's clock in milliseconds (one clock for every host).
+const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// Holds session `num` for this process (inside the caller's transaction): SESSION_LOCKED if
+/// another live process holds it. Returns the heartbeat written (server time).
+pub(crate) fn claim(
+    c: &mut impl GenericClient,
+    schema: &str,
+    num: i64,
+    session_id: &str,
+) -> Result<i64> {
+    let s = quote(schema);
+    let row = c
+        .query_one(
+            &format!(
+                "SELECT owner_pid, owner_host, owner_start, heartbeat_ms, {NOW_MS}
+                 FROM {s}.sessions WHERE num = $1 FOR UPDATE"
+            ),
+            &[&num],
+        )
+        .map_err(mapped)?;
+    let now: i64 = row.get(4);
+    if let Some(pid) = row.get::<_, Option<i64>>(0) {
+        let holder = Owner {
+            pid,
+            host: row.get::<_, Option<String>>(1).unwrap_or_default(),
+            start: row.get::<_, Option<i64>>(2).unwrap_or(0),
+            heartbeat_ms: row.get::<_, Option<i64>>(3).unwrap_or(0),
+        };
+        if !holder.is_me() && holder.alive(now) {
+            return Err(owner::locked(session_id, &holder));
+        }
+    }
+    let m = owner::me();
+    c.execute(
+        &format!(
+            "UPDATE {s}.sessions SET owner_pid = $1, owner_host = $2, owner_start = $3, heartbeat_ms = $4
+             WHERE num = $5"
+        ),
+        &[&m.pid, &m.host, &m.start, &now, &num],
+    )
+    .map_err(mapped)?;
+    Ok(now)
+}
+
+/// Lets go of session `num` if this process holds it.
+pub(crate) fn release(c: &mut impl GenericClient, schema: &str, num: i64) -> Result<()> {
+    let s = quote(schema);
+    let m = owner::me();
+    c.execute(
+        &format!(
+            "UPDATE {s}.sessions SET owner_pid = NULL, owner_host = NULL, owner_start = NULL, heartbeat_ms = NULL
+             WHERE num = $1 AND owner_pid = $2 AND owner_host = $3 AND owner_start = $4"
+        ),
+        &[&num, &m.pid, &m.host, &m.start],
+    )
+    .map_err(mapped)?;
+    Ok(())
+}
+
+/// Sessions left active by a holder that is gone (its pid on this host no longer runs, or its
+/// heartbeat on another host is stale), by the server's clock.
+pub(crate) fn interrupted(c: &mut impl GenericClient, schema: &str) -> Result<Vec<i64>> {
+    let s = quote(schema);
+    let rows = c
+        .query(
+            &format!(
+                "SELECT num, owner_pid, owner_host, owner_start, heartbeat_ms, {NOW_MS}
+                 FROM {s}.sessions WHERE status = 'active' AND owner_pid IS NOT NULL ORDER BY num"
+            ),
+            &[],
+        )
+        .map_err(mapped)?;
+    Ok(rows
+        .iter()
+        .filter(|r| {
+            let holder = Owner {
+                pid: r.get(1),
+                host: r.get::<_, Option<String>>(2).unwrap_or_default(),
+                start: r.get::<_, Option<i64>>(3).unwrap_or(0),
+                heartbeat_ms: r.get::<_, Option<i64>>(4).unwrap_or(0),
+            };
+            !holder.alive(r.get(5))
+        })
+        .map(|r| r.get(0))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::options::StoreOptions;
+    use crate::storage::owner::REMOTE_STALE_MS;
+    use crate::storage::postgres::{connect, test_server, PgUrl};
+
+    fn setup(name: &str) -> Option<(PgUrl, postgres::Client, i64)> {
+        let base = test_server::url()?;
+        let url = PgUrl::parse(&test_server::with_schema(&base, name)).unwrap();
+        let mut c = url.config.connect(postgres::NoTls).unwrap();
+        c.batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {} CASCADE",
+            url.quoted_schema()
+        ))
+        .unwrap();
+        let mut c = connect(&url, &StoreOptions::default()).unwrap();
+        let s = url.quoted_schema();
+        let num: i64 = c
+            .query_one(
+                &format!("INSERT INTO {s}.sessions(id, created_ms, updated_ms) VALUES ('s1', 0, 0) RETURNING num"),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        Some((url, c, num))
+    }
+
+    /// Another host's process holds the session, with its heartbeat `age_ms` ago.
+    fn held_elsewhere(c: &mut postgres::Client, url: &PgUrl, num: i64, age_ms: i64) {
+        let s = url.quoted_schema();
+        c.execute(
+            &format!("UPDATE {s}.sessions SET owner_pid = 4242, owner_host = 'other-host', owner_start = 7, heartbeat_ms = {NOW_MS} - $1 WHERE num = $2"),
+            &[&age_ms, &num],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_live_holder_on_another_host_locks_the_session_until_its_heartbeat_is_stale() {
+        let Some((url, mut c, num)) = setup("lease_remote") else {
+            return;
+        };
+        held_elsewhere(&mut c, &url, num, 1_000);
+        let mut tx = c.transaction().unwrap();
+        let e = claim(&mut tx, &url.schema, num, "s1").err().unwrap();
+        assert_eq!(e.code(), "SESSION_LOCKED", "{}", e.message());
+        assert!(e.message().contains("other-host"), "{}", e.message());
+        tx.rollback().unwrap();
+        assert_eq!(interrupted(&mut c, &url.schema).unwrap(), Vec::<i64>::new());
+
+        // The other host died: once its heartbeat is stale, the session is interrupted, and
+        // this process takes it over.
+        held_elsewhere(&mut c, &url, num, REMOTE_STALE_MS + 1_000);
+        assert_eq!(interrupted(&mut c, &url.schema).unwrap(), vec![num]);
+        let mut tx = c.transaction().unwrap();
+        claim(&mut tx, &url.schema, num, "s1").unwrap();
+        tx.commit().unwrap();
+        assert_eq!(interrupted(&mut c, &url.schema).unwrap(), Vec::<i64>::new());
+        release(&mut c, &url.schema, num).unwrap();
+        let free: Option<i64> = c
+            .query_one(
+                &format!(
+                    "SELECT owner_pid FROM {}.sessions WHERE num = $1",
+                    url.quoted_schema()
+                ),
+                &[&num],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(free, None);
+    }
+
+    #[test]
+    fn a_dead_process_on_this_host_holds_nothing() {
+        let Some((url, mut c, num)) = setup("lease_local") else {
+            return;
+        };
+        // A process that ran and is gone: its pid no longer runs.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i64;
+        child.wait().unwrap();
+        let s = url.quoted_schema();
+        c.execute(
+            &format!("UPDATE {s}.sessions SET owner_pid = $1, owner_host = $2, owner_start = 1, heartbeat_ms = {NOW_MS} WHERE num = $3"),
+            &[&pid, &owner::me().host, &num],
+        )
+        .unwrap();
+        assert_eq!(interrupted(&mut c, &url.schema).unwrap(), vec![num]);
+        let mut tx = c.transaction().unwrap();
+        claim(&mut tx, &url.schema, num, "s1").unwrap();
+        tx.commit().unwrap();
+    }
+
+    #[test]
+    fn a_claim_waits_on_the_row_while_another_claim_is_open_and_is_store_busy_past_the_timeout() {
+        let Some((url, mut c, num)) = setup("lease_race") else {
+            return;
+        };
+        // This process claims in one transaction and holds it open; a claim through a second
+        // connection waits on the row lock (it is the same process, so it then succeeds).
+        let mut tx = c.transaction().unwrap();
+        claim(&mut tx, &url.schema, num, "s1").unwrap();
+        let url2 = PgUrl::parse(&test_server::with_schema(
+            &test_server::url().unwrap(),
+            "lease_race",
+        ))
+        .unwrap();
+        let options = StoreOptions {
+            busy_timeout_ms: 300,
+            ..Default::default()
+        };
+        let mut other = connect(&url2, &options).unwrap();
+        let mut tx2 = other.transaction().unwrap();
+        let e = claim(&mut tx2, &url.schema, num, "s1").err().unwrap();
+        assert_eq!(e.code(), "STORE_BUSY", "{}", e.message());
+        drop(tx2);
+        tx.commit().unwrap();
+        let mut tx2 = other.transaction().unwrap();
+        claim(&mut tx2, &url.schema, num, "s1").unwrap();
+        tx2.commit().unwrap();
+    }
+}
