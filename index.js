@@ -374,393 +374,6 @@ function observed(tel, sessionId, operation, fn) {
 
 const DEFAULT_SLOW_MS = 100
 
-// A session's native call, observed by its store's telemetry when that is on.
-/**
- * @template T
- * @param {Session} session
- * @param {string} operation
- * @param {() => T} fn
- * @returns {T}
- */
-function run(session, operation, fn) {
-  return observed(session[kTelemetry], session[kNative].id, operation, fn)
-}
-
-class Session {
-  /**
-   * @param {any} options the caller's SessionOptions, or the native session to wrap (wrapSession)
-   */
-  constructor(options) {
-    if (options && options[kNative]) {
-      /** @type {NativeSession} */
-      this[kNative] = options[kNative]
-      /** @type {Telemetry} */
-      this[kTelemetry] = options[kTelemetry]
-      return
-    }
-    this[kNative] = new native.NativeSession(optionsJson(object(options, 'Session: options'), 'Session: options'))
-    this[kTelemetry] = new Telemetry(DEFAULT_SLOW_MS)
-  }
-
-
-  get id() {
-    return this[kNative].id
-  }
-
-  get info() {
-    return JSON.parse(this[kNative].info())
-  }
-
-  /**
-   * @param {any} message
-   * @param {any} envelope
-   */
-  append(message, envelope) {
-    checkRecord(message, 'append')
-    const extra = object(envelope, 'append: envelope')
-    const text = toJson(message, 'append')
-    const extraText = optJson(extra, 'append: envelope')
-    const filled = JSON.parse(run(this, 'append', () => this[kNative].append(text, extraText)))
-    return envelopeOf(message, extra, filled)
-  }
-
-  /**
-   * @param {any} records
-   */
-  appendMany(records) {
-    if (!isArray(records, 'appendMany')) throw fail('INVALID_INPUT', `appendMany: expected an array, got ${describe(records)}`)
-    records.forEach((r, i) => checkRecord(r, `appendMany: [${i}]`))
-    const text = toJson(records, 'appendMany')
-    const filled = JSON.parse(run(this, 'appendMany', () => this[kNative].appendMany(text)))
-    return records.map((r, i) => envelopeOf(r, null, filled[i]))
-  }
-
-  /**
-   * @param {any} name
-   * @param {any} data
-   * @param {any} envelope
-   */
-  appendEvent(name, data, envelope) {
-    if (typeof name !== 'string' || name === '') {
-      throw fail('INVALID_INPUT', `appendEvent: name: expected a non-empty string, got ${describe(name)}`)
-    }
-    const extra = object(envelope, 'appendEvent: envelope')
-    const dataJson = data === undefined ? null : toJson(data, 'appendEvent: data')   // null is kept as null
-    const extraText = optJson(extra, 'appendEvent: envelope')
-    return JSON.parse(run(this, 'appendEvent', () => this[kNative].appendEvent(name, dataJson, extraText)))
-  }
-
-  /**
-   * @param {any} records
-   */
-  restoreMessages(records) {
-    if (!isArray(records, 'restoreMessages')) throw fail('INVALID_INPUT', `restoreMessages: expected an array, got ${describe(records)}`)
-    let text = toJson(records, 'restoreMessages')
-    // A record holding a lone UTF-16 surrogate (not valid Unicode) is skipped and reported like
-    // any unreadable line, not allowed to fail the whole restore. JSON.stringify writes lone
-    // surrogates as escapes, so a cheap scan finds the rare text that needs the per-record look.
-    /** @type {number[]} */
-    let broken = []
-    if (MAYBE_LONE_SURROGATE.test(text)) {
-      broken = records.flatMap((r, i) => (hasLoneSurrogate(r) ? [i] : []))
-      if (broken.length > 0) text = toJson(records.map((r, i) => (broken.includes(i) ? null : r)), 'restoreMessages')
-    }
-    const report = JSON.parse(run(this, 'restoreMessages', () => this[kNative].restoreMessages(text)))
-    for (const entry of report.skipped) {
-      if (broken.includes(entry.index)) entry.reason = 'a string holds a lone UTF-16 surrogate, which is not valid Unicode text'
-    }
-    return report
-  }
-
-  /**
-   * @param {any} state
-   */
-  restoreTokenState(state) {
-    const o = object(state, 'restoreTokenState: state') ?? {}
-    checkFinite(o, 'restoreTokenState: state')
-    this[kNative].restoreTokenState(toJson(o, 'restoreTokenState'))
-  }
-
-  get messages() {
-    return run(this, 'messages', () => readPages(this[kNative].readMessages(false), 'messages'))
-  }
-
-  get allMessages() {
-    return run(this, 'allMessages', () => readPages(this[kNative].readMessages(true), 'allMessages'))
-  }
-
-  /**
-   * @param {any} range
-   */
-  envelopes(range) {
-    const { fromSeq, limit } = rangeOf(range, 'envelopes')
-    return readPages(this[kNative].readEnvelopes(fromSeq, limit === Infinity ? Number.MAX_SAFE_INTEGER : limit), 'envelopes')
-  }
-
-  /**
-   * @param {any} range
-   */
-  async envelopesAsync(range) {
-    const { fromSeq, limit } = rangeOf(range, 'envelopesAsync')
-    const n = this[kNative]
-    /** @type {any[]} */
-    let out = []
-    /** @type {number | undefined} */
-    let from = fromSeq
-    while (from !== undefined && from !== null && out.length < limit) {
-      /** @type {import('./native.js').NativePage} */
-      let page
-      try {
-        page = /** @type {import('./native.js').NativePage} */ (await n.envelopesPageAsync(from, Math.min(limit - out.length, Number.MAX_SAFE_INTEGER)))
-      } catch (e) {
-        throw recode(e)
-      }
-      out = out.concat(parsePage(page.json, 'envelopesAsync'))
-      from = page.next
-    }
-    return out
-  }
-
-  get turns() {
-    return JSON.parse(this[kNative].turns())
-  }
-
-  get tokenTracker() {
-    return JSON.parse(this[kNative].tokenTracker())
-  }
-
-  get contextFill() {
-    return JSON.parse(this[kNative].contextFill())
-  }
-
-  /**
-   * @param {any} status
-   */
-  setStatus(status) {
-    if (typeof status !== 'string') throw fail('INVALID_INPUT', `setStatus: status: expected a string, got ${describe(status)}`)
-    this[kNative].setStatus(status)
-  }
-
-  // --- recovery: the tool-call journal ---
-
-  /**
-   * @param {any} toolUseId
-   */
-  toolCallStarted(toolUseId) {
-    const id = idArg(toolUseId, 'toolCallStarted', 'toolUseId')
-    run(this, 'toolCallStarted', () => this[kNative].toolCallStarted(id))
-  }
-
-  /**
-   * @param {any} toolUseId
-   * @param {any} result
-   */
-  recordToolOutcome(toolUseId, result) {
-    const id = idArg(toolUseId, 'recordToolOutcome', 'toolUseId')
-    const text = toJson(resultInput(result, 'recordToolOutcome: result'), 'recordToolOutcome: result')
-    run(this, 'recordToolOutcome', () => this[kNative].recordToolOutcome(id, text))
-  }
-
-  /**
-   * @param {any} filter
-   */
-  toolCalls(filter) {
-    const f = object(filter, 'toolCalls: filter') ?? {}
-    if (f.state !== undefined && typeof f.state !== 'string') {
-      throw fail('INVALID_INPUT', `toolCalls: filter.state: expected a string, got ${describe(f.state)}`)
-    }
-    return JSON.parse(this[kNative].toolCalls(f.state ?? null)).map(withoutNulls)
-  }
-
-  /**
-   * @param {any} toolUseId
-   */
-  cachedToolResult(toolUseId) {
-    const text = this[kNative].cachedToolResult(idArg(toolUseId, 'cachedToolResult', 'toolUseId'))
-    return text === null || text === undefined ? null : JSON.parse(text)
-  }
-
-  pendingRepairs() {
-    return JSON.parse(this[kNative].pendingRepairs())
-  }
-
-  /**
-   * @param {any} options
-   */
-  async recover(options) {
-    const o = object(options, 'recover: options') ?? {}
-    for (const k of ['isSafe', 'replay']) {
-      if (o[k] !== undefined && typeof o[k] !== 'function') {
-        throw fail('INVALID_INPUT', `recover: options.${k}: expected a function, got ${describe(o[k])}`)
-      }
-    }
-    if (o.isSafe && !o.replay) throw fail('INVALID_INPUT', 'recover: options.replay: required when isSafe is given')
-    const unknownOutcome = o.unknownOutcome ?? 'mark'
-    if (unknownOutcome !== 'mark' && unknownOutcome !== 'leave') {
-      throw fail('INVALID_INPUT', `recover: options.unknownOutcome: expected 'mark' or 'leave', got ${String(unknownOutcome)}`)
-    }
-    const t0 = performance.now()
-    const replayed = o.isSafe ? await replaySafe(this, o.isSafe, o.replay) : []
-    const report = JSON.parse(run(this, 'recover', () => this[kNative].recover(JSON.stringify({ unknownOutcome, replayed }))))
-    const tel = this[kTelemetry]
-    if (tel && tel.on) {
-      const sessionId = this.id
-      for (const repair of report.repairs) tel.emit({ type: 'repair', sessionId, repair })
-      tel.emit({ type: 'recovery', sessionId, repairs: report.repairs.length, recordsWritten: report.recordsWritten, durationMs: Math.round((performance.now() - t0) * 1000) / 1000 })
-    }
-    return report
-  }
-
-  // --- recovery: streaming, snapshots ---
-
-  /**
-   * @param {any} options
-   */
-  beginResponse(options) {
-    const o = object(options, 'beginResponse: options')
-    return new ResponseWriter(this, this[kNative].beginResponse(optionsJson(o, 'beginResponse: options')))
-  }
-
-  snapshot() {
-    return run(this, 'snapshot', () => this[kNative].snapshot())
-  }
-
-  // Checks every record of the session (checksums, none missing, blobs); the report lists each
-  // damaged record instead of stopping at the first.
-  verify() {
-    return JSON.parse(run(this, 'verify', () => this[kNative].verify()))
-  }
-
-  // --- context ---
-
-  /**
-   * @param {any} options
-   */
-  buildContext(options) {
-    const o = object(options, 'buildContext: options')
-    if (!o) throw fail('INVALID_INPUT', 'buildContext: options: required ({ target })')
-    const text = /** @type {string} */ (optionsJson(o, 'buildContext: options'))
-    return JSON.parse(run(this, 'buildContext', () => this[kNative].buildContext(text)))
-  }
-
-  /**
-   * @param {any} toolUseId
-   */
-  readToolOutput(toolUseId) {
-    const id = idArg(toolUseId, 'readToolOutput', 'toolUseId')
-    return JSON.parse(run(this, 'readToolOutput', () => this[kNative].readToolOutput(id)))
-  }
-
-  /**
-   * @param {any} options
-   */
-  compactionPlan(options) {
-    const o = object(options, 'compactionPlan: options')
-    if (!o) throw fail('INVALID_INPUT', 'compactionPlan: options: required ({ targetTokens })')
-    return JSON.parse(this[kNative].compactionPlan(/** @type {string} */ (optionsJson(o, 'compactionPlan: options'))))
-  }
-
-  /**
-   * @param {any} toUuid
-   */
-  rewind(toUuid) {
-    const id = idArg(toUuid, 'rewind', 'toUuid')
-    run(this, 'rewind', () => this[kNative].rewind(id))
-  }
-
-  branches() {
-    return JSON.parse(this[kNative].branches())
-  }
-
-  /**
-   * @param {any} options
-   */
-  compact(options) {
-    const o = object(options, 'compact: options')
-    if (!o) throw fail('INVALID_INPUT', 'compact: options: required ({ summary })')
-    const text = /** @type {string} */ (optionsJson(o, 'compact: options'))
-    return JSON.parse(run(this, 'compact', () => this[kNative].compact(text)))
-  }
-
-  close() {
-    this[kNative].close()
-  }
-}
-
-// Re-runs, once, each started call with no outcome that the caller says is safe, and records
-// its real result in the journal (a failed replay is recorded as an is_error result).
-/**
- * @param {Session} session
- * @param {(call: any) => boolean} isSafe
- * @param {(call: any) => unknown} replay
- * @returns {Promise<string[]>}
- */
-async function replaySafe(session, isSafe, replay) {
-  const unknown = new Set(session.pendingRepairs().filter((/** @type {any} */ r) => r.kind === 'unknown_outcome').map((/** @type {any} */ r) => r.toolUseId))
-  /** @type {string[]} */
-  const replayed = []
-  for (const call of session.toolCalls({ state: 'started' })) {
-    if (!unknown.has(call.id) || !isSafe(call)) continue
-    let result
-    try {
-      result = resultInput(await replay(call), `recover: replay(${call.id})`)
-    } catch (err) {
-      const e = /** @type {any} */ (err)
-      if (e && e.code === 'INVALID_INPUT') throw e
-      result = { content: `Replay failed: ${e && e.message ? e.message : String(e)}`, is_error: true }
-    }
-    session.recordToolOutcome(call.id, result)
-    replayed.push(call.id)
-  }
-  return replayed
-}
-
-// A response being streamed: chunks are persisted as they arrive (at every block boundary, and
-// at least every 200 ms within a long block), so a crash mid-stream leaves what had arrived.
-class ResponseWriter {
-  /**
-   * @param {Session} session
-   * @param {NativeResponseWriter} n
-   */
-  constructor(session, n) {
-    this.session = session
-    this[kNative] = n
-  }
-
-  get id() {
-    return this[kNative].id
-  }
-
-  /**
-   * @param {any} chunk
-   */
-  push(chunk) {
-    if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
-      throw fail('INVALID_INPUT', `push: chunk: expected an object, got ${describe(chunk)}`)
-    }
-    const text = toJson(chunk, 'push: chunk')
-    run(this.session, 'push', () => this[kNative].push(text))
-  }
-
-  /**
-   * @param {any} message
-   */
-  finish(message) {
-    const text = message === undefined || message === null ? null : toJson(object(message, 'finish: message'), 'finish: message')
-    return JSON.parse(run(this.session, 'finish', () => this[kNative].finish(text)))
-  }
-
-  /**
-   * @param {any} error
-   */
-  fail(error) {
-    const e = object(error, 'fail: error')
-    if (!e || typeof e.message !== 'string') throw fail('INVALID_INPUT', 'fail: error.message: expected a string')
-    if (e.code !== undefined && typeof e.code !== 'string') throw fail('INVALID_INPUT', 'fail: error.code: expected a string')
-    return JSON.parse(run(this.session, 'fail', () => this[kNative].fail(e.message, e.code ?? null)))
-  }
-}
-
 // What a tool produced, as recordToolOutcome and replay give it: a string is its content.
 /**
  * @param {unknown} result
@@ -799,13 +412,6 @@ function rangeOf(range, what) {
   return { fromSeq, limit }
 }
 
-/**
- * @param {NativeSession} n
- * @param {Telemetry} telemetry
- */
-function wrapSession(n, telemetry) {
-  return new Session({ [kNative]: n, [kTelemetry]: telemetry })
-}
 
 /**
  * @param {unknown} path
@@ -857,17 +463,977 @@ function promptKeyOf(options, what) {
   return o.promptKey
 }
 
+// ---- How a method runs ----
+// Each method of Session, ResponseWriter and Store is written once, as steps: a generator that
+// checks and shapes its arguments, yields the native calls it makes, and shapes their results.
+// The classes here make each call at once; the classes of `threadline/promise` make the call's
+// `...Async` twin, which runs on libuv's thread pool, and await it. So both APIs check, convert
+// and report errors the same way.
+
+/**
+ * A native call a step makes: `on[method](...args)`, then `post` of its result; with `op`, timed
+ * and reported by the telemetry `tel` (session `sid`). `wait` instead: a promise to await (only
+ * in methods that are async in both APIs).
+ * @typedef {{ on?: any, method?: string, args?: any[], op?: string, tel?: Telemetry, sid?: string,
+ *   post?: (v: any) => any, wait?: Promise<any> }} Call
+ * @typedef {Generator<Call, any, any>} Steps
+ */
+
+/**
+ * @param {any} on
+ * @param {string} method
+ * @param {any[]} args
+ * @param {{ op?: string, tel?: Telemetry, sid?: string, post?: (v: any) => any }} [how]
+ * @returns {Call}
+ */
+function call(on, method, args, how = {}) {
+  return { on, method, args, ...how }
+}
+
+/**
+ * A session's call, observed by its store's telemetry as `op`.
+ * @param {any} session
+ * @param {string} op
+ * @param {string} method
+ * @param {any[]} args
+ * @param {(v: any) => any} [post]
+ * @returns {Call}
+ */
+function sessionCall(session, op, method, args, post) {
+  return call(session[kNative], method, args, { op, tel: session[kTelemetry], sid: session[kNative].id, post })
+}
+
+/** @param {Call} c */
+function callNow(c) {
+  if (c.wait) throw fail('INVALID_INPUT', 'a synchronous method cannot wait')
+  const post = c.post ?? ((/** @type {any} */ v) => v)
+  const run = () => post(c.on[/** @type {string} */ (c.method)](...(c.args ?? [])))
+  return c.op ? observed(c.tel, c.sid, c.op, run) : run()
+}
+
+/** @param {Call} c */
+async function callLater(c) {
+  if (c.wait) return c.wait
+  const post = c.post ?? ((/** @type {any} */ v) => v)
+  const run = async () => {
+    let v
+    try {
+      v = await c.on[`${c.method}Async`](...(c.args ?? []))
+    } catch (e) {
+      throw recode(e)
+    }
+    return post(v)
+  }
+  return c.op ? observedAsync(c.tel, c.sid, c.op, run) : run()
+}
+
+/** @param {Steps} steps */
+function runSync(steps) {
+  let step = steps.next()
+  while (!step.done) {
+    let value
+    try {
+      value = callNow(step.value)
+    } catch (e) {
+      step = steps.throw(e)
+      continue
+    }
+    step = steps.next(value)
+  }
+  return step.value
+}
+
+/**
+ * Runs steps from `step` on, each call made by `make` (at once, or on the thread pool).
+ * @param {Steps} steps
+ * @param {IteratorResult<Call, any>} step
+ * @param {(c: Call) => any} make
+ */
+async function runFrom(steps, step, make) {
+  while (!step.done) {
+    let value
+    try {
+      value = await make(step.value)
+    } catch (e) {
+      step = steps.throw(e)
+      continue
+    }
+    step = steps.next(value)
+  }
+  return step.value
+}
+
+/**
+ * The promise API: the arguments are checked and converted now (a caller may change its objects
+ * once the call returns), the native calls run in the order the methods were called on this
+ * object, each on the thread pool.
+ * @param {any} self
+ * @param {Steps} steps
+ * @returns {Promise<any>}
+ */
+function queued(self, steps) {
+  let first
+  try {
+    first = steps.next()
+  } catch (e) {
+    return Promise.reject(e)
+  }
+  const done = self[kQueue].then(() => runFrom(steps, /** @type {IteratorResult<Call, any>} */ (first), callLater))
+  self[kQueue] = done.catch(() => {})
+  return done
+}
+
+/**
+ * `observed` for an async call.
+ * @template T
+ * @param {Telemetry | undefined} tel
+ * @param {string | undefined} sessionId
+ * @param {string} operation
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+async function observedAsync(tel, sessionId, operation, fn) {
+  if (!tel || !tel.on) return fn()
+  const t0 = performance.now()
+  try {
+    return await fn()
+  } catch (err) {
+    const e = /** @type {any} */ (err)
+    if (e && PERSIST_CODES.has(e.code)) {
+      tel.emit({ type: 'persist_error', sessionId, operation, code: e.code, message: e.message })
+    }
+    throw e
+  } finally {
+    const ms = performance.now() - t0
+    if (ms >= tel.slowMs) tel.emit({ type: 'slow_operation', sessionId, operation, durationMs: Math.round(ms * 1000) / 1000, thresholdMs: tel.slowMs })
+  }
+}
+
+// Every page of a bulk read: the synchronous API's pages (read ahead on another thread), or the
+// promise API's list of pages.
+/**
+ * @param {NativePages | Array<{ json: string }>} pages
+ * @param {string} operation
+ */
+function allPages(pages, operation) {
+  if (!Array.isArray(pages)) return readPages(pages, operation)
+  /** @type {any[]} */
+  let out = []
+  for (const page of pages) out = out.concat(parsePage(page.json, operation))
+  return out
+}
+
+const kQueue = Symbol('queue')
+const kKind = Symbol('kind')
+
+// ---- Session ----
+
+/** The steps of Session's methods (`this` is a Session or a promise Session). */
+const SessionSteps = {
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *info() {
+    return JSON.parse(yield call(this[kNative], 'info', []))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} message
+   * @param {any} envelope
+   * @returns {Steps}
+   */
+  *append(message, envelope) {
+    checkRecord(message, 'append')
+    const extra = object(envelope, 'append: envelope')
+    const text = toJson(message, 'append')
+    const extraText = optJson(extra, 'append: envelope')
+    const filled = JSON.parse(yield sessionCall(this, 'append', 'append', [text, extraText]))
+    return envelopeOf(message, extra, filled)
+  },
+
+  /**
+   * @this {any}
+   * @param {any} records
+   * @returns {Steps}
+   */
+  *appendMany(records) {
+    if (!isArray(records, 'appendMany')) throw fail('INVALID_INPUT', `appendMany: expected an array, got ${describe(records)}`)
+    records.forEach((/** @type {any} */ r, /** @type {number} */ i) => checkRecord(r, `appendMany: [${i}]`))
+    const text = toJson(records, 'appendMany')
+    const filled = JSON.parse(yield sessionCall(this, 'appendMany', 'appendMany', [text]))
+    return records.map((/** @type {any} */ r, /** @type {number} */ i) => envelopeOf(r, null, filled[i]))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} name
+   * @param {any} data
+   * @param {any} envelope
+   * @returns {Steps}
+   */
+  *appendEvent(name, data, envelope) {
+    if (typeof name !== 'string' || name === '') {
+      throw fail('INVALID_INPUT', `appendEvent: name: expected a non-empty string, got ${describe(name)}`)
+    }
+    const extra = object(envelope, 'appendEvent: envelope')
+    const dataJson = data === undefined ? null : toJson(data, 'appendEvent: data') // null is kept as null
+    const extraText = optJson(extra, 'appendEvent: envelope')
+    return JSON.parse(yield sessionCall(this, 'appendEvent', 'appendEvent', [name, dataJson, extraText]))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} records
+   * @returns {Steps}
+   */
+  *restoreMessages(records) {
+    if (!isArray(records, 'restoreMessages')) throw fail('INVALID_INPUT', `restoreMessages: expected an array, got ${describe(records)}`)
+    let text = toJson(records, 'restoreMessages')
+    // A record holding a lone UTF-16 surrogate (not valid Unicode) is skipped and reported like
+    // any unreadable line, not allowed to fail the whole restore. JSON.stringify writes lone
+    // surrogates as escapes, so a cheap scan finds the rare text that needs the per-record look.
+    /** @type {number[]} */
+    let broken = []
+    if (MAYBE_LONE_SURROGATE.test(text)) {
+      broken = records.flatMap((/** @type {any} */ r, /** @type {number} */ i) => (hasLoneSurrogate(r) ? [i] : []))
+      if (broken.length > 0) text = toJson(records.map((/** @type {any} */ r, /** @type {number} */ i) => (broken.includes(i) ? null : r)), 'restoreMessages')
+    }
+    const report = JSON.parse(yield sessionCall(this, 'restoreMessages', 'restoreMessages', [text]))
+    for (const entry of report.skipped) {
+      if (broken.includes(entry.index)) entry.reason = 'a string holds a lone UTF-16 surrogate, which is not valid Unicode text'
+    }
+    return report
+  },
+
+  /**
+   * @this {any}
+   * @param {any} state
+   * @returns {Steps}
+   */
+  *restoreTokenState(state) {
+    const o = object(state, 'restoreTokenState: state') ?? {}
+    checkFinite(o, 'restoreTokenState: state')
+    yield call(this[kNative], 'restoreTokenState', [toJson(o, 'restoreTokenState')])
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *messages() {
+    return yield sessionCall(this, 'messages', 'readMessages', [false], (p) => allPages(p, 'messages'))
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *allMessages() {
+    return yield sessionCall(this, 'allMessages', 'readMessages', [true], (p) => allPages(p, 'allMessages'))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} range
+   * @returns {Steps}
+   */
+  *envelopes(range) {
+    const { fromSeq, limit } = rangeOf(range, 'envelopes')
+    const pages = yield call(this[kNative], 'readEnvelopes', [fromSeq, limit === Infinity ? Number.MAX_SAFE_INTEGER : limit])
+    return allPages(pages, 'envelopes')
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *turns() {
+    return JSON.parse(yield call(this[kNative], 'turns', []))
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *tokenTracker() {
+    return JSON.parse(yield call(this[kNative], 'tokenTracker', []))
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *contextFill() {
+    return JSON.parse(yield call(this[kNative], 'contextFill', []))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} status
+   * @returns {Steps}
+   */
+  *setStatus(status) {
+    if (typeof status !== 'string') throw fail('INVALID_INPUT', `setStatus: status: expected a string, got ${describe(status)}`)
+    yield call(this[kNative], 'setStatus', [status])
+  },
+
+  /**
+   * @this {any}
+   * @param {any} toolUseId
+   * @returns {Steps}
+   */
+  *toolCallStarted(toolUseId) {
+    const id = idArg(toolUseId, 'toolCallStarted', 'toolUseId')
+    yield sessionCall(this, 'toolCallStarted', 'toolCallStarted', [id])
+  },
+
+  /**
+   * @this {any}
+   * @param {any} toolUseId
+   * @param {any} result
+   * @returns {Steps}
+   */
+  *recordToolOutcome(toolUseId, result) {
+    const id = idArg(toolUseId, 'recordToolOutcome', 'toolUseId')
+    const text = toJson(resultInput(result, 'recordToolOutcome: result'), 'recordToolOutcome: result')
+    yield sessionCall(this, 'recordToolOutcome', 'recordToolOutcome', [id, text])
+  },
+
+  /**
+   * @this {any}
+   * @param {any} filter
+   * @returns {Steps}
+   */
+  *toolCalls(filter) {
+    const f = object(filter, 'toolCalls: filter') ?? {}
+    if (f.state !== undefined && typeof f.state !== 'string') {
+      throw fail('INVALID_INPUT', `toolCalls: filter.state: expected a string, got ${describe(f.state)}`)
+    }
+    return JSON.parse(yield call(this[kNative], 'toolCalls', [f.state ?? null])).map(withoutNulls)
+  },
+
+  /**
+   * @this {any}
+   * @param {any} toolUseId
+   * @returns {Steps}
+   */
+  *cachedToolResult(toolUseId) {
+    const text = yield call(this[kNative], 'cachedToolResult', [idArg(toolUseId, 'cachedToolResult', 'toolUseId')])
+    return text === null || text === undefined ? null : JSON.parse(text)
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *pendingRepairs() {
+    return JSON.parse(yield call(this[kNative], 'pendingRepairs', []))
+  },
+
+  /**
+   * Async in both APIs: it awaits the caller's replay of calls.
+   * @this {any}
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *recover(options) {
+    const o = object(options, 'recover: options') ?? {}
+    for (const k of ['isSafe', 'replay']) {
+      if (o[k] !== undefined && typeof o[k] !== 'function') {
+        throw fail('INVALID_INPUT', `recover: options.${k}: expected a function, got ${describe(o[k])}`)
+      }
+    }
+    if (o.isSafe && !o.replay) throw fail('INVALID_INPUT', 'recover: options.replay: required when isSafe is given')
+    const unknownOutcome = o.unknownOutcome ?? 'mark'
+    if (unknownOutcome !== 'mark' && unknownOutcome !== 'leave') {
+      throw fail('INVALID_INPUT', `recover: options.unknownOutcome: expected 'mark' or 'leave', got ${String(unknownOutcome)}`)
+    }
+    const t0 = performance.now()
+    /** @type {string[]} */
+    const replayed = o.isSafe ? yield* replaySafe(this, o.isSafe, o.replay) : []
+    const report = JSON.parse(yield sessionCall(this, 'recover', 'recover', [JSON.stringify({ unknownOutcome, replayed })]))
+    const tel = this[kTelemetry]
+    if (tel && tel.on) {
+      const sessionId = this[kNative].id
+      for (const repair of report.repairs) tel.emit({ type: 'repair', sessionId, repair })
+      tel.emit({ type: 'recovery', sessionId, repairs: report.repairs.length, recordsWritten: report.recordsWritten, durationMs: Math.round((performance.now() - t0) * 1000) / 1000 })
+    }
+    return report
+  },
+
+  /**
+   * @this {any}
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *beginResponse(options) {
+    const o = object(options, 'beginResponse: options')
+    const n = yield call(this[kNative], 'beginResponse', [optionsJson(o, 'beginResponse: options')])
+    return new this[kKind].ResponseWriter(this, n)
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *snapshot() {
+    return yield sessionCall(this, 'snapshot', 'snapshot', [])
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *verify() {
+    return JSON.parse(yield sessionCall(this, 'verify', 'verify', []))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *buildContext(options) {
+    const o = object(options, 'buildContext: options')
+    if (!o) throw fail('INVALID_INPUT', 'buildContext: options: required ({ target })')
+    const text = /** @type {string} */ (optionsJson(o, 'buildContext: options'))
+    return JSON.parse(yield sessionCall(this, 'buildContext', 'buildContext', [text]))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} toolUseId
+   * @returns {Steps}
+   */
+  *readToolOutput(toolUseId) {
+    const id = idArg(toolUseId, 'readToolOutput', 'toolUseId')
+    return JSON.parse(yield sessionCall(this, 'readToolOutput', 'readToolOutput', [id]))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *compactionPlan(options) {
+    const o = object(options, 'compactionPlan: options')
+    if (!o) throw fail('INVALID_INPUT', 'compactionPlan: options: required ({ targetTokens })')
+    return JSON.parse(yield call(this[kNative], 'compactionPlan', [/** @type {string} */ (optionsJson(o, 'compactionPlan: options'))]))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} toUuid
+   * @returns {Steps}
+   */
+  *rewind(toUuid) {
+    const id = idArg(toUuid, 'rewind', 'toUuid')
+    yield sessionCall(this, 'rewind', 'rewind', [id])
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *branches() {
+    return JSON.parse(yield call(this[kNative], 'branches', []))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *compact(options) {
+    const o = object(options, 'compact: options')
+    if (!o) throw fail('INVALID_INPUT', 'compact: options: required ({ summary })')
+    const text = /** @type {string} */ (optionsJson(o, 'compact: options'))
+    return JSON.parse(yield sessionCall(this, 'compact', 'compact', [text]))
+  },
+}
+
+// Re-runs, once, each started call with no outcome that the caller says is safe, and records
+// its real result in the journal (a failed replay is recorded as an is_error result).
+/**
+ * @param {any} session
+ * @param {(call: any) => boolean} isSafe
+ * @param {(call: any) => unknown} replay
+ * @returns {Steps}
+ */
+function* replaySafe(session, isSafe, replay) {
+  const repairs = yield* SessionSteps.pendingRepairs.call(session)
+  const unknown = new Set(repairs.filter((/** @type {any} */ r) => r.kind === 'unknown_outcome').map((/** @type {any} */ r) => r.toolUseId))
+  /** @type {string[]} */
+  const replayed = []
+  for (const c of yield* SessionSteps.toolCalls.call(session, { state: 'started' })) {
+    if (!unknown.has(c.id) || !isSafe(c)) continue
+    let result
+    try {
+      result = resultInput(yield { wait: Promise.resolve().then(() => replay(c)) }, `recover: replay(${c.id})`)
+    } catch (err) {
+      const e = /** @type {any} */ (err)
+      if (e && e.code === 'INVALID_INPUT') throw e
+      result = { content: `Replay failed: ${e && e.message ? e.message : String(e)}`, is_error: true }
+    }
+    yield* SessionSteps.recordToolOutcome.call(session, c.id, result)
+    replayed.push(c.id)
+  }
+  return replayed
+}
+
+class Session {
+  /**
+   * @param {any} options the caller's SessionOptions, or the native session to wrap (wrapSession)
+   */
+  constructor(options) {
+    if (options && options[kNative]) {
+      /** @type {NativeSession} */
+      this[kNative] = options[kNative]
+      /** @type {Telemetry} */
+      this[kTelemetry] = options[kTelemetry]
+    } else {
+      this[kNative] = new native.NativeSession(optionsJson(object(options, 'Session: options'), 'Session: options'))
+      this[kTelemetry] = new Telemetry(DEFAULT_SLOW_MS)
+    }
+    this[kKind] = SYNC
+  }
+
+  get id() {
+    return this[kNative].id
+  }
+
+  get info() {
+    return runSync(SessionSteps.info.call(this))
+  }
+
+  /** @param {any} message @param {any} envelope */
+  append(message, envelope) {
+    return runSync(SessionSteps.append.call(this, message, envelope))
+  }
+
+  /** @param {any} records */
+  appendMany(records) {
+    return runSync(SessionSteps.appendMany.call(this, records))
+  }
+
+  /** @param {any} name @param {any} data @param {any} envelope */
+  appendEvent(name, data, envelope) {
+    return runSync(SessionSteps.appendEvent.call(this, name, data, envelope))
+  }
+
+  /** @param {any} records */
+  restoreMessages(records) {
+    return runSync(SessionSteps.restoreMessages.call(this, records))
+  }
+
+  /** @param {any} state */
+  restoreTokenState(state) {
+    runSync(SessionSteps.restoreTokenState.call(this, state))
+  }
+
+  get messages() {
+    return runSync(SessionSteps.messages.call(this))
+  }
+
+  get allMessages() {
+    return runSync(SessionSteps.allMessages.call(this))
+  }
+
+  /** @param {any} range */
+  envelopes(range) {
+    return runSync(SessionSteps.envelopes.call(this, range))
+  }
+
+  /**
+   * @param {any} range
+   */
+  async envelopesAsync(range) {
+    const { fromSeq, limit } = rangeOf(range, 'envelopesAsync')
+    const n = this[kNative]
+    /** @type {any[]} */
+    let out = []
+    /** @type {number | undefined} */
+    let from = fromSeq
+    while (from !== undefined && from !== null && out.length < limit) {
+      /** @type {import('./native.js').NativePage} */
+      let page
+      try {
+        page = /** @type {import('./native.js').NativePage} */ (await n.envelopesPageAsync(from, Math.min(limit - out.length, Number.MAX_SAFE_INTEGER)))
+      } catch (e) {
+        throw recode(e)
+      }
+      out = out.concat(parsePage(page.json, 'envelopesAsync'))
+      from = page.next
+    }
+    return out
+  }
+
+  get turns() {
+    return runSync(SessionSteps.turns.call(this))
+  }
+
+  get tokenTracker() {
+    return runSync(SessionSteps.tokenTracker.call(this))
+  }
+
+  get contextFill() {
+    return runSync(SessionSteps.contextFill.call(this))
+  }
+
+  /** @param {any} status */
+  setStatus(status) {
+    runSync(SessionSteps.setStatus.call(this, status))
+  }
+
+  // --- recovery: the tool-call journal ---
+
+  /** @param {any} toolUseId */
+  toolCallStarted(toolUseId) {
+    runSync(SessionSteps.toolCallStarted.call(this, toolUseId))
+  }
+
+  /** @param {any} toolUseId @param {any} result */
+  recordToolOutcome(toolUseId, result) {
+    runSync(SessionSteps.recordToolOutcome.call(this, toolUseId, result))
+  }
+
+  /** @param {any} filter */
+  toolCalls(filter) {
+    return runSync(SessionSteps.toolCalls.call(this, filter))
+  }
+
+  /** @param {any} toolUseId */
+  cachedToolResult(toolUseId) {
+    return runSync(SessionSteps.cachedToolResult.call(this, toolUseId))
+  }
+
+  pendingRepairs() {
+    return runSync(SessionSteps.pendingRepairs.call(this))
+  }
+
+  /** @param {any} options */
+  recover(options) {
+    const steps = SessionSteps.recover.call(this, options)
+    try {
+      return runFrom(steps, steps.next(), (c) => (c.wait ? c.wait : callNow(c)))
+    } catch (e) {
+      return Promise.reject(e)
+    }
+  }
+
+  // --- recovery: streaming, snapshots ---
+
+  /** @param {any} options */
+  beginResponse(options) {
+    return runSync(SessionSteps.beginResponse.call(this, options))
+  }
+
+  snapshot() {
+    return runSync(SessionSteps.snapshot.call(this))
+  }
+
+  // Checks every record of the session (checksums, none missing, blobs); the report lists each
+  // damaged record instead of stopping at the first.
+  verify() {
+    return runSync(SessionSteps.verify.call(this))
+  }
+
+  // --- context ---
+
+  /** @param {any} options */
+  buildContext(options) {
+    return runSync(SessionSteps.buildContext.call(this, options))
+  }
+
+  /** @param {any} toolUseId */
+  readToolOutput(toolUseId) {
+    return runSync(SessionSteps.readToolOutput.call(this, toolUseId))
+  }
+
+  /** @param {any} options */
+  compactionPlan(options) {
+    return runSync(SessionSteps.compactionPlan.call(this, options))
+  }
+
+  /** @param {any} toUuid */
+  rewind(toUuid) {
+    runSync(SessionSteps.rewind.call(this, toUuid))
+  }
+
+  branches() {
+    return runSync(SessionSteps.branches.call(this))
+  }
+
+  /** @param {any} options */
+  compact(options) {
+    return runSync(SessionSteps.compact.call(this, options))
+  }
+
+  close() {
+    this[kNative].close()
+  }
+}
+
+// ---- ResponseWriter ----
+
+/** The steps of ResponseWriter's methods (`this` is a writer of either API). */
+const WriterSteps = {
+  /**
+   * @this {any}
+   * @param {any} chunk
+   * @returns {Steps}
+   */
+  *push(chunk) {
+    if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
+      throw fail('INVALID_INPUT', `push: chunk: expected an object, got ${describe(chunk)}`)
+    }
+    const text = toJson(chunk, 'push: chunk')
+    yield writerCall(this, 'push', [text])
+  },
+
+  /**
+   * @this {any}
+   * @param {any} message
+   * @returns {Steps}
+   */
+  *finish(message) {
+    const text = message === undefined || message === null ? null : toJson(object(message, 'finish: message'), 'finish: message')
+    return JSON.parse(yield writerCall(this, 'finish', [text]))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} error
+   * @returns {Steps}
+   */
+  *fail(error) {
+    const e = object(error, 'fail: error')
+    if (!e || typeof e.message !== 'string') throw fail('INVALID_INPUT', 'fail: error.message: expected a string')
+    if (e.code !== undefined && typeof e.code !== 'string') throw fail('INVALID_INPUT', 'fail: error.code: expected a string')
+    return JSON.parse(yield writerCall(this, 'fail', [e.message, e.code ?? null]))
+  },
+}
+
+/**
+ * A writer's call, observed by its session's store telemetry as `op`.
+ * @param {any} writer
+ * @param {string} op
+ * @param {any[]} args
+ * @returns {Call}
+ */
+function writerCall(writer, op, args) {
+  const s = writer.session
+  return call(writer[kNative], op, args, { op, tel: s[kTelemetry], sid: s[kNative].id })
+}
+
+// A response being streamed: chunks are persisted as they arrive (at every block boundary, and
+// at least every 200 ms within a long block), so a crash mid-stream leaves what had arrived.
+class ResponseWriter {
+  /**
+   * @param {Session} session
+   * @param {NativeResponseWriter} n
+   */
+  constructor(session, n) {
+    this.session = session
+    this[kNative] = n
+  }
+
+  get id() {
+    return this[kNative].id
+  }
+
+  /** @param {any} chunk */
+  push(chunk) {
+    runSync(WriterSteps.push.call(this, chunk))
+  }
+
+  /** @param {any} message */
+  finish(message) {
+    return runSync(WriterSteps.finish.call(this, message))
+  }
+
+  /** @param {any} error */
+  fail(error) {
+    return runSync(WriterSteps.fail.call(this, error))
+  }
+}
+
+/**
+ * @param {any} store
+ * @param {NativeSession} n
+ */
+function wrapSession(n, store) {
+  return new store[kKind].Session({ [kNative]: n, [kTelemetry]: store[kTelemetry] })
+}
+
+// ---- Store ----
+
+/** The steps of Store's methods (`this` is a Store of either API). */
+const StoreSteps = {
+  /**
+   * @this {any}
+   * @param {any} json
+   * @returns {Steps}
+   */
+  *importSnapshot(json) {
+    if (typeof json !== 'string') throw fail('INVALID_INPUT', `importSnapshot: expected a JSON string, got ${describe(json)}`)
+    const n = yield call(this[kNative], 'importSnapshot', [json], { op: 'importSnapshot', tel: this[kTelemetry] })
+    return wrapSession(n, this)
+  },
+
+  /**
+   * @this {any}
+   * @param {any} id
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *forkSession(id, options) {
+    const sid = idArg(id, 'forkSession')
+    const o = object(options, 'forkSession: options') ?? {}
+    for (const k of Object.keys(o)) {
+      if (k !== 'atUuid' && k !== 'title') throw fail('INVALID_INPUT', `forkSession: options.${k}: unknown option (expected atUuid, title)`)
+      if (o[k] !== undefined && typeof o[k] !== 'string') throw fail('INVALID_INPUT', `forkSession: options.${k}: expected a string, got ${describe(o[k])}`)
+    }
+    const n = yield call(this[kNative], 'forkSession', [sid, o.atUuid ?? null, o.title ?? null], { op: 'forkSession', tel: this[kTelemetry], sid })
+    return wrapSession(n, this)
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *interruptedSessions() {
+    const found = JSON.parse(yield call(this[kNative], 'interruptedSessions', []))
+    const tel = this[kTelemetry]
+    if (tel.on) for (const info of found) tel.emit({ type: 'interrupted_session', sessionId: info.id, session: info })
+    return found
+  },
+
+  /**
+   * @this {any}
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *createSession(options) {
+    const n = yield call(this[kNative], 'createSession', [optionsJson(object(options, 'createSession: options'), 'createSession: options')])
+    return wrapSession(n, this)
+  },
+
+  /**
+   * @this {any}
+   * @param {any} id
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *openSession(id, options) {
+    const sid = idArg(id, 'openSession')
+    const key = promptKeyOf(options, 'openSession')
+    const n = yield call(this[kNative], 'openSession', [sid, key], { op: 'openSession', tel: this[kTelemetry], sid })
+    return wrapSession(n, this)
+  },
+
+  /**
+   * @this {any}
+   * @param {any} filter
+   * @returns {Steps}
+   */
+  *listSessions(filter) {
+    return JSON.parse(yield call(this[kNative], 'listSessions', [optionsJson(object(filter, 'listSessions: filter'), 'listSessions: filter')]))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} query
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *search(query, options) {
+    if (typeof query !== 'string') throw fail('INVALID_INPUT', `search: query: expected a string, got ${describe(query)}`)
+    const o = optionsJson(object(options, 'search: options'), 'search: options')
+    return JSON.parse(yield call(this[kNative], 'search', [query, o], { op: 'search', tel: this[kTelemetry] }))
+  },
+
+  // Tool definitions for the three providers, and one handler that answers a model's call with a
+  // tool_result block (a model's mistakes are is_error results, never throws).
+  /**
+   * @this {any}
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *recallTools(options) {
+    const o = optionsJson(object(options, 'recallTools: options'), 'recallTools: options')
+    const tools = JSON.parse(yield call(this[kNative], 'recallTools', [o]))
+    const store = this
+    return {
+      ...tools,
+      /** @param {any} c */
+      handle(c) {
+        let text
+        try {
+          text = JSON.stringify(c ?? null)
+        } catch (e) {
+          text = 'null'
+        }
+        const steps = (/** @returns {Steps} */ function* () {
+          return JSON.parse(yield call(store[kNative], 'recallHandle', [o, text ?? 'null']))
+        })()
+        if (store[kKind] !== SYNC) return queued(store, steps)
+        try {
+          return Promise.resolve(runSync(steps))
+        } catch (e) {
+          return Promise.reject(e)
+        }
+      },
+    }
+  },
+
+  // SQLite's check of the file, then every session as session.verify() checks it, then the blobs.
+  /**
+   * @this {any}
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *verify(options) {
+    const o = object(options, 'verify: options') ?? {}
+    for (const k of Object.keys(o)) {
+      if (k !== 'quick') throw fail('INVALID_INPUT', `verify: options.${k}: unknown option (expected quick)`)
+      if (o[k] !== undefined && typeof o[k] !== 'boolean') throw fail('INVALID_INPUT', `verify: options.${k}: expected a boolean, got ${describe(o[k])}`)
+    }
+    return JSON.parse(yield call(this[kNative], 'verify', [optJson({ quick: o.quick ?? false }, 'verify: options')], { op: 'verify', tel: this[kTelemetry] }))
+  },
+
+  /**
+   * @this {any}
+   * @param {any} id
+   * @returns {Steps}
+   */
+  *deleteSession(id) {
+    yield call(this[kNative], 'deleteSession', [idArg(id, 'deleteSession')])
+  },
+}
+
+/**
+ * `new Store()` from outside is refused: a Store comes from Store.open.
+ * @param {unknown} n
+ */
+function checkNativeStore(n) {
+  if (!(n instanceof native.NativeStore)) {
+    throw fail('INVALID_INPUT', 'Store: use Store.open(path, options) or Store.openAsync(path, options)')
+  }
+}
+
 class Store {
   /**
    * @param {unknown} n a NativeStore (anything else: `new Store()` from outside, refused)
    * @param {number} [slowMs]
    */
   constructor(n, slowMs = DEFAULT_SLOW_MS) {
-    if (!(n instanceof native.NativeStore)) {
-      throw fail('INVALID_INPUT', 'Store: use Store.open(path, options) or Store.openAsync(path, options)')
-    }
-    this[kNative] = n
+    checkNativeStore(n)
+    this[kNative] = /** @type {NativeStore} */ (n)
     this[kTelemetry] = new Telemetry(slowMs)
+    this[kKind] = SYNC
   }
 
   /**
@@ -904,65 +1470,37 @@ class Store {
     return Store.open(path, options).importSnapshot(json)
   }
 
-  /**
-   * @param {any} json
-   */
+  /** @param {any} json */
   importSnapshot(json) {
-    if (typeof json !== 'string') throw fail('INVALID_INPUT', `importSnapshot: expected a JSON string, got ${describe(json)}`)
-    const tel = this[kTelemetry]
-    return wrapSession(observed(tel, undefined, 'importSnapshot', () => this[kNative].importSnapshot(json)), tel)
+    return runSync(StoreSteps.importSnapshot.call(this, json))
   }
 
-  /**
-   * @param {any} id
-   * @param {any} options
-   */
+  /** @param {any} id @param {any} options */
   forkSession(id, options) {
-    const sid = idArg(id, 'forkSession')
-    const o = object(options, 'forkSession: options') ?? {}
-    for (const k of Object.keys(o)) {
-      if (k !== 'atUuid' && k !== 'title') throw fail('INVALID_INPUT', `forkSession: options.${k}: unknown option (expected atUuid, title)`)
-      if (o[k] !== undefined && typeof o[k] !== 'string') throw fail('INVALID_INPUT', `forkSession: options.${k}: expected a string, got ${describe(o[k])}`)
-    }
-    const tel = this[kTelemetry]
-    return wrapSession(observed(tel, sid, 'forkSession', () => this[kNative].forkSession(sid, o.atUuid ?? null, o.title ?? null)), tel)
+    return runSync(StoreSteps.forkSession.call(this, id, options))
   }
 
   interruptedSessions() {
-    const found = JSON.parse(this[kNative].interruptedSessions())
-    const tel = this[kTelemetry]
-    if (tel.on) for (const info of found) tel.emit({ type: 'interrupted_session', sessionId: info.id, session: info })
-    return found
+    return runSync(StoreSteps.interruptedSessions.call(this))
   }
 
-  /**
-   * @param {any} listener
-   */
+  /** @param {any} listener */
   onEvent(listener) {
-    if (typeof listener !== 'function') throw fail('INVALID_INPUT', `onEvent: listener: expected a function, got ${describe(listener)}`)
-    return this[kTelemetry].add(listener)
+    return addListener(this, listener)
   }
 
   get path() {
     return this[kNative].path
   }
 
-  /**
-   * @param {any} options
-   */
+  /** @param {any} options */
   createSession(options) {
-    return wrapSession(this[kNative].createSession(optionsJson(object(options, 'createSession: options'), 'createSession: options')), this[kTelemetry])
+    return runSync(StoreSteps.createSession.call(this, options))
   }
 
-  /**
-   * @param {any} id
-   * @param {any} options
-   */
+  /** @param {any} id @param {any} options */
   openSession(id, options) {
-    const sid = idArg(id, 'openSession')
-    const key = promptKeyOf(options, 'openSession')
-    const tel = this[kTelemetry]
-    return wrapSession(observed(tel, sid, 'openSession', () => this[kNative].openSession(sid, key)), tel)
+    return runSync(StoreSteps.openSession.call(this, id, options))
   }
 
   /**
@@ -972,77 +1510,369 @@ class Store {
   async openSessionAsync(id, options) {
     const task = this[kNative].openSessionAsync(idArg(id, 'openSessionAsync'), promptKeyOf(options, 'openSessionAsync'))
     try {
-      return wrapSession(/** @type {NativeSession} */ (await task), this[kTelemetry])
+      return wrapSession(/** @type {NativeSession} */ (await task), this)
     } catch (e) {
       throw recode(e)
     }
   }
 
-  /**
-   * @param {any} filter
-   */
+  /** @param {any} filter */
   listSessions(filter) {
-    return JSON.parse(this[kNative].listSessions(optionsJson(object(filter, 'listSessions: filter'), 'listSessions: filter')))
+    return runSync(StoreSteps.listSessions.call(this, filter))
   }
 
-  /**
-   * @param {any} query
-   * @param {any} options
-   */
+  /** @param {any} query @param {any} options */
   search(query, options) {
-    if (typeof query !== 'string') throw fail('INVALID_INPUT', `search: query: expected a string, got ${describe(query)}`)
-    const o = optionsJson(object(options, 'search: options'), 'search: options')
-    return JSON.parse(observed(this[kTelemetry], undefined, 'search', () => this[kNative].search(query, o)))
+    return runSync(StoreSteps.search.call(this, query, options))
   }
 
-  // Tool definitions for the three providers, and one handler that answers a model's call with a
-  // tool_result block (a model's mistakes are is_error results, never throws).
-  /**
-   * @param {any} options
-   */
+  /** @param {any} options */
   recallTools(options) {
-    const o = optionsJson(object(options, 'recallTools: options'), 'recallTools: options')
-    const native = this[kNative]
-    const tools = JSON.parse(native.recallTools(o))
-    return {
-      ...tools,
-      /** @param {any} call */
-      async handle(call) {
-        let text
-        try {
-          text = JSON.stringify(call ?? null)
-        } catch (e) {
-          text = 'null'
-        }
-        return JSON.parse(native.recallHandle(o, text ?? 'null'))
-      },
-    }
+    return runSync(StoreSteps.recallTools.call(this, options))
   }
 
-  // SQLite's check of the file, then every session as session.verify() checks it, then the blobs.
-  /**
-   * @param {any} options
-   */
+  /** @param {any} options */
   verify(options) {
-    const o = object(options, 'verify: options') ?? {}
-    for (const k of Object.keys(o)) {
-      if (k !== 'quick') throw fail('INVALID_INPUT', `verify: options.${k}: unknown option (expected quick)`)
-      if (o[k] !== undefined && typeof o[k] !== 'boolean') throw fail('INVALID_INPUT', `verify: options.${k}: expected a boolean, got ${describe(o[k])}`)
-    }
-    return JSON.parse(observed(this[kTelemetry], undefined, 'verify', () => this[kNative].verify(optJson({ quick: o.quick ?? false }, 'verify: options'))))
+    return runSync(StoreSteps.verify.call(this, options))
   }
 
-  /**
-   * @param {any} id
-   */
+  /** @param {any} id */
   deleteSession(id) {
-    this[kNative].deleteSession(idArg(id, 'deleteSession'))
+    runSync(StoreSteps.deleteSession.call(this, id))
   }
 
   close() {
     this[kNative].close()
   }
 }
+
+/**
+ * @param {any} store
+ * @param {any} listener
+ */
+function addListener(store, listener) {
+  if (typeof listener !== 'function') throw fail('INVALID_INPUT', `onEvent: listener: expected a function, got ${describe(listener)}`)
+  return store[kTelemetry].add(listener)
+}
+
+const SYNC = { Session, ResponseWriter }
+
+// ---- threadline/promise ----
+// The same classes and methods, each returning a Promise, its native work on libuv's thread
+// pool; the property reads that touch the store (info, messages, allMessages, turns,
+// tokenTracker, contextFill) are methods. Calls on one object run in the order they are made.
+
+class PromiseSession {
+  /** @param {any} options the native session to wrap, with its telemetry */
+  constructor(options) {
+    if (!options || !options[kNative]) {
+      throw fail('INVALID_INPUT', 'Session: in threadline/promise, sessions come from a Store (createSession, openSession)')
+    }
+    /** @type {NativeSession} */
+    this[kNative] = options[kNative]
+    /** @type {Telemetry} */
+    this[kTelemetry] = options[kTelemetry]
+    this[kKind] = PROMISE
+    /** @type {Promise<unknown>} */
+    this[kQueue] = Promise.resolve()
+  }
+
+  get id() {
+    return this[kNative].id
+  }
+
+  info() {
+    return queued(this, SessionSteps.info.call(this))
+  }
+
+  /** @param {any} message @param {any} envelope */
+  append(message, envelope) {
+    return queued(this, SessionSteps.append.call(this, message, envelope))
+  }
+
+  /** @param {any} records */
+  appendMany(records) {
+    return queued(this, SessionSteps.appendMany.call(this, records))
+  }
+
+  /** @param {any} name @param {any} data @param {any} envelope */
+  appendEvent(name, data, envelope) {
+    return queued(this, SessionSteps.appendEvent.call(this, name, data, envelope))
+  }
+
+  /** @param {any} records */
+  restoreMessages(records) {
+    return queued(this, SessionSteps.restoreMessages.call(this, records))
+  }
+
+  /** @param {any} state */
+  restoreTokenState(state) {
+    return queued(this, SessionSteps.restoreTokenState.call(this, state))
+  }
+
+  messages() {
+    return queued(this, SessionSteps.messages.call(this))
+  }
+
+  allMessages() {
+    return queued(this, SessionSteps.allMessages.call(this))
+  }
+
+  /** @param {any} range */
+  envelopes(range) {
+    return queued(this, SessionSteps.envelopes.call(this, range))
+  }
+
+  /** @param {any} range */
+  envelopesAsync(range) {
+    return this.envelopes(range)
+  }
+
+  turns() {
+    return queued(this, SessionSteps.turns.call(this))
+  }
+
+  tokenTracker() {
+    return queued(this, SessionSteps.tokenTracker.call(this))
+  }
+
+  contextFill() {
+    return queued(this, SessionSteps.contextFill.call(this))
+  }
+
+  /** @param {any} status */
+  setStatus(status) {
+    return queued(this, SessionSteps.setStatus.call(this, status))
+  }
+
+  /** @param {any} toolUseId */
+  toolCallStarted(toolUseId) {
+    return queued(this, SessionSteps.toolCallStarted.call(this, toolUseId))
+  }
+
+  /** @param {any} toolUseId @param {any} result */
+  recordToolOutcome(toolUseId, result) {
+    return queued(this, SessionSteps.recordToolOutcome.call(this, toolUseId, result))
+  }
+
+  /** @param {any} filter */
+  toolCalls(filter) {
+    return queued(this, SessionSteps.toolCalls.call(this, filter))
+  }
+
+  /** @param {any} toolUseId */
+  cachedToolResult(toolUseId) {
+    return queued(this, SessionSteps.cachedToolResult.call(this, toolUseId))
+  }
+
+  pendingRepairs() {
+    return queued(this, SessionSteps.pendingRepairs.call(this))
+  }
+
+  /** @param {any} options */
+  recover(options) {
+    return queued(this, SessionSteps.recover.call(this, options))
+  }
+
+  /** @param {any} options */
+  beginResponse(options) {
+    return queued(this, SessionSteps.beginResponse.call(this, options))
+  }
+
+  snapshot() {
+    return queued(this, SessionSteps.snapshot.call(this))
+  }
+
+  verify() {
+    return queued(this, SessionSteps.verify.call(this))
+  }
+
+  /** @param {any} options */
+  buildContext(options) {
+    return queued(this, SessionSteps.buildContext.call(this, options))
+  }
+
+  /** @param {any} toolUseId */
+  readToolOutput(toolUseId) {
+    return queued(this, SessionSteps.readToolOutput.call(this, toolUseId))
+  }
+
+  /** @param {any} options */
+  compactionPlan(options) {
+    return queued(this, SessionSteps.compactionPlan.call(this, options))
+  }
+
+  /** @param {any} toUuid */
+  rewind(toUuid) {
+    return queued(this, SessionSteps.rewind.call(this, toUuid))
+  }
+
+  branches() {
+    return queued(this, SessionSteps.branches.call(this))
+  }
+
+  /** @param {any} options */
+  compact(options) {
+    return queued(this, SessionSteps.compact.call(this, options))
+  }
+
+  // Closing marks the handle closed (no work to move off the thread); after the calls made
+  // before it.
+  close() {
+    const done = this[kQueue].then(() => this[kNative].close())
+    this[kQueue] = done
+    return done
+  }
+}
+
+class PromiseResponseWriter {
+  /**
+   * @param {PromiseSession} session
+   * @param {NativeResponseWriter} n
+   */
+  constructor(session, n) {
+    this.session = session
+    this[kNative] = n
+    /** @type {Promise<unknown>} */
+    this[kQueue] = Promise.resolve()
+  }
+
+  get id() {
+    return this[kNative].id
+  }
+
+  /** @param {any} chunk */
+  push(chunk) {
+    return queued(this, WriterSteps.push.call(this, chunk))
+  }
+
+  /** @param {any} message */
+  finish(message) {
+    return queued(this, WriterSteps.finish.call(this, message))
+  }
+
+  /** @param {any} error */
+  fail(error) {
+    return queued(this, WriterSteps.fail.call(this, error))
+  }
+}
+
+class PromiseStore {
+  /**
+   * @param {unknown} n a NativeStore (anything else: `new Store()` from outside, refused)
+   * @param {number} [slowMs]
+   */
+  constructor(n, slowMs = DEFAULT_SLOW_MS) {
+    checkNativeStore(n)
+    this[kNative] = /** @type {NativeStore} */ (n)
+    this[kTelemetry] = new Telemetry(slowMs)
+    this[kKind] = PROMISE
+    /** @type {Promise<unknown>} */
+    this[kQueue] = Promise.resolve()
+  }
+
+  /**
+   * Opens the store at `path` (or the default store) off the main thread.
+   * @param {any} path
+   * @param {any} options
+   */
+  static async open(path, options) {
+    const o = storeOptions(options, 'open')
+    const task = native.openStoreAsync(pathArg(path, 'open'), o.native)
+    try {
+      return new PromiseStore(await task, o.slowMs)
+    } catch (e) {
+      throw recode(e)
+    }
+  }
+
+  /**
+   * @param {any} path
+   * @param {any} options
+   */
+  static openAsync(path, options) {
+    return PromiseStore.open(path, options)
+  }
+
+  /**
+   * @param {any} json
+   * @param {any} path
+   * @param {any} options
+   */
+  static async importSnapshot(json, path, options) {
+    return (await PromiseStore.open(path, options)).importSnapshot(json)
+  }
+
+  /** @param {any} json */
+  importSnapshot(json) {
+    return queued(this, StoreSteps.importSnapshot.call(this, json))
+  }
+
+  /** @param {any} id @param {any} options */
+  forkSession(id, options) {
+    return queued(this, StoreSteps.forkSession.call(this, id, options))
+  }
+
+  interruptedSessions() {
+    return queued(this, StoreSteps.interruptedSessions.call(this))
+  }
+
+  // Registers a telemetry listener at once (no store work); the returned function removes it.
+  /** @param {any} listener */
+  onEvent(listener) {
+    return addListener(this, listener)
+  }
+
+  get path() {
+    return this[kNative].path
+  }
+
+  /** @param {any} options */
+  createSession(options) {
+    return queued(this, StoreSteps.createSession.call(this, options))
+  }
+
+  /** @param {any} id @param {any} options */
+  openSession(id, options) {
+    return queued(this, StoreSteps.openSession.call(this, id, options))
+  }
+
+  /** @param {any} id @param {any} options */
+  openSessionAsync(id, options) {
+    return this.openSession(id, options)
+  }
+
+  /** @param {any} filter */
+  listSessions(filter) {
+    return queued(this, StoreSteps.listSessions.call(this, filter))
+  }
+
+  /** @param {any} query @param {any} options */
+  search(query, options) {
+    return queued(this, StoreSteps.search.call(this, query, options))
+  }
+
+  /** @param {any} options */
+  recallTools(options) {
+    return queued(this, StoreSteps.recallTools.call(this, options))
+  }
+
+  /** @param {any} options */
+  verify(options) {
+    return queued(this, StoreSteps.verify.call(this, options))
+  }
+
+  /** @param {any} id */
+  deleteSession(id) {
+    return queued(this, StoreSteps.deleteSession.call(this, id))
+  }
+
+  close() {
+    return queued(this, (/** @returns {Steps} */ function* (/** @type {any} */ s) { yield call(s[kNative], 'close', []) })(this))
+  }
+}
+
+const PROMISE = { Session: PromiseSession, ResponseWriter: PromiseResponseWriter }
 
 // Checks messages the way the provider checks a request; returns the problems, [] when valid.
 /**
@@ -1138,3 +1968,9 @@ module.exports = {
   defaultStorePath: native.defaultStorePath,
   ERROR_CODES: Object.freeze([...CODES]),
 }
+
+// threadline/promise (promise.js) takes its classes from here, so both entry points share one
+// native binding and one set of helpers.
+Object.defineProperty(module.exports, Symbol.for('threadline.promise'), {
+  value: Object.freeze({ Store: PromiseStore, Session: PromiseSession, ResponseWriter: PromiseResponseWriter }),
+})

@@ -17,6 +17,9 @@ export declare class NativePages {
 
 /** A response being streamed into its session. */
 export declare class NativeResponseWriter {
+  pushAsync(chunkJson: string): Promise<void>
+  finishAsync(messageJson?: string | undefined | null): Promise<string>
+  failAsync(message: string, code?: string | undefined | null): Promise<string>
   get id(): string
   push(chunkJson: string): void
   finish(messageJson?: string | undefined | null): string
@@ -30,6 +33,33 @@ export declare class NativeSession {
   rewind(toUuid: string): void
   branches(): string
   compact(optionsJson: string): string
+  infoAsync(): Promise<string>
+  appendAsync(json: string, envelopeJson?: string | undefined | null): Promise<string>
+  appendManyAsync(json: string): Promise<string>
+  appendEventAsync(name: string, dataJson?: string | undefined | null, envelopeJson?: string | undefined | null): Promise<string>
+  restoreMessagesAsync(json: string): Promise<string>
+  restoreTokenStateAsync(json: string): Promise<void>
+  turnsAsync(): Promise<string>
+  tokenTrackerAsync(): Promise<string>
+  contextFillAsync(): Promise<string>
+  setStatusAsync(status: string): Promise<void>
+  verifyAsync(): Promise<string>
+  toolCallStartedAsync(id: string): Promise<void>
+  recordToolOutcomeAsync(id: string, resultJson: string): Promise<void>
+  toolCallsAsync(state?: string | undefined | null): Promise<string>
+  cachedToolResultAsync(id: string): Promise<string | null>
+  pendingRepairsAsync(): Promise<string>
+  recoverAsync(optionsJson?: string | undefined | null): Promise<string>
+  snapshotAsync(): Promise<string>
+  beginResponseAsync(optionsJson?: string | undefined | null): Promise<NativeResponseWriter>
+  buildContextAsync(optionsJson: string): Promise<string>
+  readToolOutputAsync(id: string): Promise<string>
+  compactionPlanAsync(optionsJson: string): Promise<string>
+  rewindAsync(toUuid: string): Promise<void>
+  branchesAsync(): Promise<string>
+  compactAsync(optionsJson: string): Promise<string>
+  readMessagesAsync(full: boolean): Promise<NativePage[]>
+  readEnvelopesAsync(fromSeq: number, limit: number): Promise<NativePage[]>
   toolCallStarted(id: string): void
   recordToolOutcome(id: string, resultJson: string): void
   toolCalls(state?: string | undefined | null): string
@@ -69,6 +99,17 @@ export declare class NativeSession {
 }
 
 export declare class NativeStore {
+  createSessionAsync(optionsJson?: string | undefined | null): Promise<NativeSession>
+  listSessionsAsync(filterJson?: string | undefined | null): Promise<string>
+  importSnapshotAsync(json: string): Promise<NativeSession>
+  forkSessionAsync(id: string, atUuid?: string | undefined | null, title?: string | undefined | null): Promise<NativeSession>
+  interruptedSessionsAsync(): Promise<string>
+  deleteSessionAsync(id: string): Promise<void>
+  searchAsync(query: string, optionsJson?: string | undefined | null): Promise<string>
+  recallToolsAsync(optionsJson?: string | undefined | null): Promise<string>
+  recallHandleAsync(optionsJson: string | undefined | null, callJson: string): Promise<string>
+  verifyAsync(optionsJson?: string | undefined | null): Promise<string>
+  closeAsync(): Promise<void>
   static open(path?: string | undefined | null, optionsJson?: string | undefined | null): NativeStore
   get path(): string
   createSession(optionsJson?: string | undefined | null): NativeSession

@@ -74,7 +74,7 @@ test('packing and installing the published layout', { skip: !supported && `needs
     state.root = pack(root, tarballs)
     assert.deepEqual(state.root.files, [
       'CHANGELOG.md', 'LICENSE', 'README.md', 'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
-      'native.d.ts', 'native.js', 'package.json',
+      'native.d.ts', 'native.js', 'package.json', 'promise.d.mts', 'promise.d.ts', 'promise.js', 'promise.mjs',
     ])
     const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
     assert.equal(manifest.scripts.install, undefined, 'no install script: users never build')
@@ -145,16 +145,44 @@ test('packing and installing the published layout', { skip: !supported && `needs
     assert.equal(same.trim(), 'true')
   })
 
+  await t.test('threadline/promise from CommonJS and ESM: open, append, read back in a new process', () => {
+    fs.writeFileSync(path.join(project, 'write-promise.cjs'), `
+      const { Store } = require('threadline/promise')
+      ;(async () => {
+        const store = await Store.open(process.argv[2])
+        const s = await store.createSession({ id: 'promise-cjs' })
+        await s.append('hello from the promise API')
+        await store.close()
+      })().catch((e) => { console.error(e); process.exit(1) })
+    `)
+    fs.writeFileSync(path.join(project, 'read-promise.mjs'), `
+      import { Store } from 'threadline/promise'
+      import sync from 'threadline'
+      const store = await Store.open(process.argv[2])
+      const s = await store.openSession(process.argv[3])
+      if (Store === sync.Store) throw new Error('the promise Store is its own class')
+      console.log(JSON.stringify({ messages: await s.messages(), turns: (await s.turns()).length }))
+    `)
+    run(process.execPath, ['write-promise.cjs', dbFile], { cwd: project, env })
+    const back = JSON.parse(run(process.execPath, ['read-promise.mjs', dbFile, 'promise-cjs'], { cwd: project, env }))
+    assert.deepEqual(back, { messages: [{ role: 'user', content: [{ type: 'text', text: 'hello from the promise API' }] }], turns: 1 })
+  })
+
   await t.test('tsc --strict compiles a consumer under nodenext (CJS and ESM files) and bundler resolution', () => {
     const consumer = `
       import { Store, type Session, type ContentBlock, type ThreadlineError } from 'threadline'
+      import { Store as PStore, type Session as PSession } from 'threadline/promise'
       const store: Store = Store.open('consumer.db')
       const session: Session = store.createSession({ project: 'p' })
       session.append('hello')
       const blocks: ContentBlock[] = session.messages.flatMap((m) => m.content)
       for (const b of blocks) if (b.type === 'tool_use') { const name: string = b.name; void name }
       try { store.openSession('missing') } catch (e) { const code: string = (e as ThreadlineError).code; void code }
-      export {}
+      export async function promised(): Promise<number> {
+        const ps: PSession = await (await PStore.open('consumer.db')).createSession()
+        await ps.append('hello')
+        return (await ps.messages()).length + (await ps.turns()).length
+      }
     `
     fs.writeFileSync(path.join(project, 'consumer.ts'), consumer)
     fs.writeFileSync(path.join(project, 'consumer.mts'), consumer)

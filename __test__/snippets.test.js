@@ -116,7 +116,7 @@ test('every ts/js code block of README.md and docs/*.md compiles (strict, exactO
         moduleResolution: 'node16',
         moduleDetection: 'force',
         types: ['node'],
-        paths: { threadline: [path.join(root, 'index.d.ts')] },
+        paths: { threadline: [path.join(root, 'index.d.ts')], 'threadline/promise': [path.join(root, 'promise.d.ts')] },
       },
       files,
     }, null, 2))

@@ -45,9 +45,9 @@ function diagnostics(output) {
   return out
 }
 
-const goodFiles = ['documented-paths.ts', 'good.ts', 'misuse.ts', 'sdk-converters.ts']
+const goodFiles = ['documented-paths.ts', 'good.ts', 'misuse.ts', 'promise.ts', 'sdk-converters.ts']
 
-test('tsconfig.good.json (good.ts + misuse.ts + sdk-converters.ts + documented-paths.ts) compiles with no error', () => {
+test('tsconfig.good.json (good.ts, misuse.ts, promise.ts, sdk-converters.ts, documented-paths.ts) compiles with no error', () => {
   const config = JSON.parse(fs.readFileSync(path.join(typesDir, 'tsconfig.good.json'), 'utf8'))
   assert.deepEqual(config.files.sort(), goodFiles)
   const { status, output } = tsc('-p', path.join(typesDir, 'tsconfig.good.json'))
@@ -101,7 +101,7 @@ test('tsconfig.bad.json fails, on exactly the marked lines of bad.ts, for the ma
   }
 })
 
-test('good.ts, compiled to JS, runs against the built library', () => {
+test('good.ts and promise.ts, compiled to JS, run against the built library', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'threadline-types-run-'))
   try {
     // Resolve `require('threadline')` in the emitted JS to this package.
@@ -110,9 +110,11 @@ test('good.ts, compiled to JS, runs against the built library', () => {
     const out = path.join(tmp, 'out')
     const { status, output } = tsc('-p', path.join(typesDir, 'tsconfig.good.json'), '--noEmit', 'false', '--outDir', out, '--rootDir', typesDir)
     assert.equal(status, 0, output)
-    const run = spawnSync(process.execPath, [path.join(out, 'good.js')], { cwd: tmp, encoding: 'utf8', timeout: 60_000 })
-    assert.equal(run.status, 0, `good.js failed:\n${run.stdout}${run.stderr}`)
-    assert.match(run.stdout, /good\.ts: ok/)
+    for (const name of ['good', 'promise']) {
+      const run = spawnSync(process.execPath, [path.join(out, `${name}.js`)], { cwd: tmp, encoding: 'utf8', timeout: 60_000 })
+      assert.equal(run.status, 0, `${name}.js failed:\n${run.stdout}${run.stderr}`)
+      assert.match(run.stdout, new RegExp(`${name}\\.ts: ok`))
+    }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true })
   }
@@ -166,14 +168,13 @@ test('demo/*.js (// @ts-check, JSDoc) type-check against the declarations', () =
   assert.equal(status, 0, `tsc failed:\n${output}`)
 })
 
-test('declarations match index.js: exports, class members, error codes', () => {
+// The exported values, classes (static and instance members) and ErrorCode union a d.ts declares.
+function declared(file) {
   const ts = require('typescript')
-  const lib = require(root)
-  const sf = ts.createSourceFile(dtsPath, fs.readFileSync(dtsPath, 'utf8'), ts.ScriptTarget.Latest, true)
+  const sf = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
   const hasExport = (n) => n.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)
   const isStatic = (n) => n.modifiers?.some((m) => m.kind === ts.SyntaxKind.StaticKeyword)
   const isPrivate = (n) => n.modifiers?.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword)
-
   const values = []
   const classes = {}
   let errorCodes = null
@@ -195,17 +196,36 @@ test('declarations match index.js: exports, class members, error codes', () => {
       errorCodes = st.type.types.map((t) => t.literal.text)
     }
   }
-  assert.deepEqual(values.sort(), Object.keys(lib).sort(), 'exported values')
-  assert.deepEqual(errorCodes, [...lib.ERROR_CODES], 'ErrorCode union = ERROR_CODES')
+  return { values, classes, errorCodes }
+}
 
+function assertMembers(classes, lib, names) {
   const runtimeMembers = (cls) => ({
     static: new Set(Object.getOwnPropertyNames(cls).filter((n) => !['length', 'name', 'prototype'].includes(n))),
     instance: new Set(Object.getOwnPropertyNames(cls.prototype).filter((n) => n !== 'constructor')),
   })
-  for (const name of ['Store', 'Session']) {
-    const declared = classes[name]
+  for (const name of names) {
+    const d = classes[name]
     const actual = runtimeMembers(lib[name])
-    assert.deepEqual([...declared.static].sort(), [...actual.static].sort(), `${name} static members`)
-    assert.deepEqual([...declared.instance].sort(), [...actual.instance].sort(), `${name} members`)
+    assert.deepEqual([...d.static].sort(), [...actual.static].sort(), `${name} static members`)
+    assert.deepEqual([...d.instance].sort(), [...actual.instance].sort(), `${name} members`)
   }
+}
+
+test('declarations match index.js: exports, class members, error codes', () => {
+  const lib = require(root)
+  const { values, classes, errorCodes } = declared(dtsPath)
+  assert.deepEqual(values.sort(), Object.keys(lib).sort(), 'exported values')
+  assert.deepEqual(errorCodes, [...lib.ERROR_CODES], 'ErrorCode union = ERROR_CODES')
+  assertMembers(classes, lib, ['Store', 'Session'])
+})
+
+test('promise.d.ts matches promise.js: its classes and members, the rest re-exported from index.d.ts', () => {
+  const promise = require(path.join(root, 'promise.js'))
+  const own = declared(path.join(root, 'promise.d.ts'))
+  const base = declared(dtsPath)
+  const values = new Set([...own.values, ...base.values])
+  assert.deepEqual([...values].sort(), Object.keys(promise).sort(), 'exported values')
+  assert.match(fs.readFileSync(path.join(root, 'promise.d.ts'), 'utf8'), /^export \* from '\.\/index\.js'$/m)
+  assertMembers(own.classes, promise, ['Store', 'Session', 'ResponseWriter'])
 })

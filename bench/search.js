@@ -2,6 +2,9 @@
 // What search costs and what it buys.
 //
 //   node --expose-gc bench/search.js [--baseline PATH.node] [--records N] [--runs N]
+//   node --expose-gc bench/search.js --appends-only --baseline PATH.node [--runs N]
+//       (part 1 alone: this build's appends against another build's, e.g. before a change to
+//       the append path)
 //
 // 1. Appends with the index against without: each run is a fresh process appending the
 //    workload's first 2,000 messages (bench/workload.js) one by one to a fresh store, and the
@@ -243,5 +246,6 @@ module.exports = { run, format }
 
 if (require.main === module) {
   if (args[0] === '--append-child') appendChild()
+  else if (args.includes('--appends-only')) console.log(JSON.stringify(appends(opt('--baseline', process.env.BENCH_SEARCH_BASELINE), Number(opt('--runs', 5))), null, 2))
   else console.log(format(run()))
 }

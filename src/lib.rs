@@ -8,6 +8,9 @@
 mod context;
 mod convert;
 mod error;
+#[macro_use]
+mod job;
+mod promise;
 mod recovery;
 mod session;
 mod store;

@@ -103,7 +103,7 @@ impl NativeSession {
         crate::error::guard("beginResponse", || {
             let options: ResponseOptions = parse_opt(options_json, "beginResponse: options")?;
             Ok(NativeResponseWriter {
-                writer: Mutex::new(self.inner.begin_response(options)),
+                writer: Arc::new(Mutex::new(self.inner.begin_response(options))),
                 session: self.inner.clone(),
             })
         })
@@ -114,10 +114,18 @@ impl NativeSession {
 #[napi]
 pub struct NativeResponseWriter {
     session: Arc<Session>,
-    writer: Mutex<ResponseWriter>,
+    writer: Arc<Mutex<ResponseWriter>>,
 }
 
 impl NativeResponseWriter {
+    /// Another handle on the same writer (for work on another thread).
+    pub(crate) fn handle(&self) -> NativeResponseWriter {
+        NativeResponseWriter {
+            session: self.session.clone(),
+            writer: self.writer.clone(),
+        }
+    }
+
     fn writer(&self) -> std::sync::MutexGuard<'_, ResponseWriter> {
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -21,6 +21,13 @@ impl NativeSession {
     pub fn wrap(s: Session) -> NativeSession {
         NativeSession { inner: Arc::new(s) }
     }
+
+    /// Another handle on the same session (for work on another thread).
+    pub(crate) fn handle(&self) -> NativeSession {
+        NativeSession {
+            inner: self.inner.clone(),
+        }
+    }
 }
 
 /// The fields a session fills in, in the order they are added: the facade builds the returned

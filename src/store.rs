@@ -17,6 +17,15 @@ pub struct NativeStore {
     inner: Arc<Store>,
 }
 
+impl NativeStore {
+    /// Another handle on the same store (for work on another thread).
+    pub(crate) fn handle(&self) -> NativeStore {
+        NativeStore {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
 fn open(path: Option<String>, options: Option<String>) -> Result<Store> {
     let options: StoreOptions = parse_opt(options, "open: options")?;
     Store::open(path.as_deref(), options).or_throw()
