@@ -1018,7 +1018,7 @@ export interface EnvelopeRange {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * A Threadline store: one SQLite file holding many sessions. Open it with `Store.open` or
+ * A Threadline store: one SQLite file (or PostgreSQL schema) holding many sessions. Open it with `Store.open` or
  * `Store.openAsync` (the constructor is not public).
  */
 export declare class Store {
@@ -1027,7 +1027,9 @@ export declare class Store {
 
   /**
    * Opens the store at `path`, creating the file (mode 0600) if missing. `':memory:'` opens a
-   * store that lives in this process only. Default path: `defaultStorePath()`.
+   * store that lives in this process only. Default path: `defaultStorePath()`. A
+   * `postgres://user:password@host:port/db?schema=name` URL opens a store on a PostgreSQL server
+   * (tables in that schema, default `threadline`; docs/engines.md).
    *
    * @throws `STORE_CORRUPT` if the file is not a Threadline store, `STORE_VERSION` if a newer
    *   Threadline wrote it, `STORE_IO` if it cannot be created or read, `STORE_BUSY`,

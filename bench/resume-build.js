@@ -72,8 +72,10 @@ function summaryText() {
 }
 
 // firstKeptIndex null: no compaction
+// file: a SQLite path or a postgres:// URL (bench/postgres.js; its schema must be new)
 function build(file, history, firstKeptIndex, summary, jsonl) {
-  for (const x of ['', '-wal', '-shm']) fs.rmSync(file + x, { force: true })
+  const isFile = !/^postgres(ql)?:\/\//.test(file)
+  if (isFile) for (const x of ['', '-wal', '-shm']) fs.rmSync(file + x, { force: true })
   const store = Store.open(file)
   const s = store.createSession({ project: 'bench-resume', model: MODEL, contextWindow: 200000 })
   const t0 = process.hrtime.bigint()
@@ -97,23 +99,29 @@ function build(file, history, firstKeptIndex, summary, jsonl) {
   fs.closeSync(fd)
   const info = { file, jsonl, sessionId: s.id, records, messages: r.messageCount, turns: r.turnCount, firstKeptUuid, compactionSeq: env ? env.seq : null, restoreMs, compactMs }
   store.close()
-  info.dbBytes = fs.statSync(file).size
-  info.walBytes = fs.existsSync(file + '-wal') ? fs.statSync(file + '-wal').size : 0
+  info.dbBytes = isFile ? fs.statSync(file).size : null
+  info.walBytes = isFile && fs.existsSync(file + '-wal') ? fs.statSync(file + '-wal').size : 0
   info.jsonlBytes = fs.statSync(jsonl).size
   return info
 }
 
-function main() {
-  const [dir, copiesArg, keptArg] = process.argv.slice(2)
-  const copies = Number(copiesArg || 2513)
-  const kept = Number(keptArg || 2000)
+// The histories of the big session (prefix + keep, compacted at prefix.length) and the small one.
+function histories(copies, kept) {
   if ((kept - (35 - KEPT_FIRST + 1)) % fixtureLines.length !== 0) throw new Error(`keptRecords must be 11 + a multiple of ${fixtureLines.length} (to end on a tool result)`)
-  const summary = summaryText()
   const prefix = lines(0, 0, copies * fixtureLines.length + KEPT_FIRST)
   const keep = lines(copies, KEPT_FIRST, kept)
+  return { prefix, keep }
+}
+
+function main() {
+  const [dir, copiesArg, keptArg] = process.argv.slice(2)
+  const { prefix, keep } = histories(Number(copiesArg || 2513), Number(keptArg || 2000))
+  const summary = summaryText()
   const big = build(path.join(dir, 'resume-big.db'), prefix.concat(keep), prefix.length, summary, path.join(dir, 'resume-big.jsonl'))
   const small = build(path.join(dir, 'resume-small.db'), keep, null, summary, path.join(dir, 'resume-small.jsonl'))
   process.stdout.write(JSON.stringify({ fixtureRecords: fixtureLines.length, prefixRecords: prefix.length, keptRecords: keep.length, summaryChars: summary.length, big, small }) + '\n')
 }
 
-main()
+if (require.main === module) main()
+
+module.exports = { build, histories, summaryText }

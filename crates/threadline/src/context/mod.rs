@@ -237,7 +237,7 @@ impl Session {
 /// The messages of the current context (from the latest compaction: its summary first) and the
 /// tokens-per-character ratio for estimates.
 pub(crate) fn current_view(
-    conn: &rusqlite::Connection,
+    conn: &crate::storage::db::Db,
     s: &Session,
 ) -> Result<(Vec<ViewRecord>, f64)> {
     let (view, ratio, _) = view_and_ratio(conn, s)?;
@@ -245,7 +245,7 @@ pub(crate) fn current_view(
 }
 
 pub(crate) fn view_and_ratio(
-    conn: &rusqlite::Connection,
+    conn: &crate::storage::db::Db,
     s: &Session,
 ) -> Result<(Vec<ViewRecord>, f64, bool)> {
     let tail = s.read_tail(conn)?;

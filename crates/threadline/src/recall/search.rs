@@ -1,7 +1,7 @@
 //! `Store::search`: BM25 ranking over the fields asked for (FTS5's `bm25`, recency breaking
 //! ties), filters, snippets cut from the records, and cursor paging.
 
-use rusqlite::Connection;
+use crate::storage::db::Db;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -75,20 +75,22 @@ impl Store {
         let query = query::parse(text)?;
         let plan = Plan::of(text, o)?;
         let conn = self.shared().lock()?;
+        // The search index is the SQLite file's (FTS5); PostgreSQL stores have none yet.
+        let lite = conn.sqlite()?;
         // What was committed since the last search is indexed first (a readonly store searches
         // what its writers have indexed).
         let writable = !self.options().readonly;
         if writable {
             index::catch_up(&conn)?;
         }
-        let rows = match plan.rows(&conn, &query) {
+        let rows = match plan.rows(lite, &query) {
             Err(e) if index::is_index_damage(&e) && writable => {
                 // A damaged or missing index is made anew, filled, then asked again.
                 let tx = crate::storage::txn::Txn::immediate(&conn)?;
-                index::reset(&tx)?;
+                index::reset(tx.sqlite()?)?;
                 tx.commit()?;
                 index::catch_up(&conn)?;
-                plan.rows(&conn, &query)?
+                plan.rows(lite, &query)?
             }
             other => other?,
         };
@@ -186,7 +188,7 @@ impl<'o> Plan<'o> {
     }
 
     /// One more row than the page holds (to know whether another page follows).
-    fn rows(&self, conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Row>> {
+    fn rows(&self, conn: &rusqlite::Connection, q: &Query) -> rusqlite::Result<Vec<Row>> {
         let matching = format!(
             "{} : ({})",
             index::column_filter(&self.fields),
@@ -209,7 +211,7 @@ impl<'o> Plan<'o> {
     }
 }
 
-fn hit(conn: &Connection, row: Row, fields: &[Field], q: &Query) -> Result<SearchHit> {
+fn hit(conn: &Db, row: Row, fields: &[Field], q: &Query) -> Result<SearchHit> {
     let (num, seq) = (row.id >> SEQ_BITS, (row.id & ((1 << SEQ_BITS) - 1)) as u64);
     let env = crate::storage::records::record(conn, num, seq)?.ok_or_else(|| {
         crate::storage::checksum::damaged(

@@ -189,7 +189,7 @@ impl Session {
 /// The repairs for unanswered calls, and the record that answers those that can be answered.
 /// `streamed`: calls that closing an interrupted stream would add (for the plan only).
 fn plan(
-    conn: &rusqlite::Connection,
+    conn: &crate::storage::db::Db,
     session: &Session,
     tail: &Tail,
     streamed: &[Repair],
@@ -444,7 +444,7 @@ struct RecordCache {
 impl RecordCache {
     fn get(
         &mut self,
-        conn: &rusqlite::Connection,
+        conn: &crate::storage::db::Db,
         num: i64,
         seq: u64,
     ) -> Result<Option<Map<String, Value>>> {

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
+use crate::storage::db::Db;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -227,7 +227,7 @@ fn error_record(assembler: &Assembler, error: Map<String, Value>) -> Map<String,
 }
 
 /// The open stream's persisted chunks, replayed, and the envelope fields of its records.
-fn replay(conn: &Connection, num: i64, os: &OpenStream) -> Result<(Assembler, Map<String, Value>)> {
+fn replay(conn: &Db, num: i64, os: &OpenStream) -> Result<(Assembler, Map<String, Value>)> {
     let mut assembler = Assembler::new();
     let mut tags = Map::new();
     for record in crate::storage::records::records_from(conn, num, os.seq)? {
@@ -279,7 +279,7 @@ fn close_repair(os: &OpenStream, uuid: String, kept: usize) -> Repair {
 
 /// For the plan: closing the open stream, and the calls its salvaged output would add (never
 /// started, since the response never finished).
-pub(crate) fn salvaged_calls(conn: &Connection, num: i64, tail: &Tail) -> Result<Vec<Repair>> {
+pub(crate) fn salvaged_calls(conn: &Db, num: i64, tail: &Tail) -> Result<Vec<Repair>> {
     let Some(os) = &tail.state.open_stream else {
         return Ok(Vec::new());
     };

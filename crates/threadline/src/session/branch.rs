@@ -124,7 +124,7 @@ impl Session {
 }
 
 /// The state stored with record `seq`.
-pub(crate) fn state_at(conn: &rusqlite::Connection, num: i64, seq: u64) -> Result<State> {
+pub(crate) fn state_at(conn: &crate::storage::db::Db, num: i64, seq: u64) -> Result<State> {
     let mut state = None;
     crate::storage::records::each_record(conn, num, seq, seq, |at, stored| {
         state = Some(crate::storage::records::state_of(conn, num, at, stored)?);
@@ -134,7 +134,7 @@ pub(crate) fn state_at(conn: &rusqlite::Connection, num: i64, seq: u64) -> Resul
 }
 
 /// (abandoned leaf, record rewound to) of every rewind, in order.
-fn rewinds(conn: &rusqlite::Connection, num: i64) -> Result<Vec<(String, String)>> {
+fn rewinds(conn: &crate::storage::db::Db, num: i64) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for seq in crate::storage::records::seqs_of_type(conn, num, REWIND)? {
         let Some(env) = crate::storage::records::record(conn, num, seq)? else {

@@ -2,7 +2,7 @@
 //! `compaction` record, or Claude Code's `compact_boundary` followed by its summary), as the
 //! session's state keeps it and reads of the context need it.
 
-use rusqlite::Connection;
+use crate::storage::db::Db;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
@@ -25,7 +25,7 @@ pub(crate) struct Start {
     pub tokens_per_char: Option<f64>,
 }
 
-pub(crate) fn start(conn: &Connection, num: i64, state: &State) -> Result<Start> {
+pub(crate) fn start(conn: &Db, num: i64, state: &State) -> Result<Start> {
     let Some(cp) = &state.compaction else {
         return Ok(Start::default());
     };
@@ -58,7 +58,7 @@ pub(crate) fn start(conn: &Connection, num: i64, state: &State) -> Result<Start>
 /// The compaction point a record sets, if it is one: Threadline's `compaction` record, or Claude
 /// Code's `compact_boundary` (the summary is the user message right after it).
 pub(crate) fn point_of(
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     env: &Map<String, Value>,
     seq: u64,

@@ -9,7 +9,7 @@ pub(crate) mod readahead;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::Connection;
+use crate::storage::db::Db;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -93,7 +93,7 @@ impl Session {
         &self.id
     }
 
-    pub(crate) fn conn(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+    pub(crate) fn conn(&self) -> Result<std::sync::MutexGuard<'_, Db>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("the session is closed".into()));
         }
@@ -231,7 +231,7 @@ impl Session {
     /// The part of a write transaction before its commit: `conn` is in a transaction.
     pub(crate) fn stage<T>(
         &self,
-        conn: &Connection,
+        conn: &Db,
         f: impl FnOnce(&mut Writer) -> Result<T>,
     ) -> Result<(T, Tail, Option<i64>)> {
         let heartbeat = self.shared.claim(conn, self.num, &self.id)?;
@@ -268,7 +268,7 @@ impl Session {
     }
 
     /// The tail as of the last commit, re-read if another handle wrote since.
-    pub(crate) fn read_tail(&self, conn: &Connection) -> Result<Tail> {
+    pub(crate) fn read_tail(&self, conn: &Db) -> Result<Tail> {
         let mut tail = self.tail();
         self.sync_tail(conn, &mut tail)?;
         Ok(tail.clone())
@@ -325,7 +325,7 @@ impl Session {
 /// becomes the session's tail when the transaction commits.
 pub(crate) struct Writer<'a> {
     session: &'a Session,
-    pub conn: &'a Connection,
+    pub conn: &'a Db,
     pub tail: Tail,
     pub now: Now,
 }
@@ -466,12 +466,7 @@ impl Writer<'_> {
 impl Session {
     /// The stored envelope of record `seq` if every field the caller gave in `d` is stored with
     /// that value (`seq` aside: it is always the position).
-    fn stored_if_same(
-        &self,
-        conn: &Connection,
-        seq: u64,
-        d: &Draft,
-    ) -> Result<Option<Map<String, Value>>> {
+    fn stored_if_same(&self, conn: &Db, seq: u64, d: &Draft) -> Result<Option<Map<String, Value>>> {
         let page = read_page(conn, self.num, seq, 1, usize::MAX, Part::Envelope, false)?;
         let Some(Value::Object(stored)) = parse_page(&page)?.pop() else {
             return Ok(None);
@@ -485,7 +480,7 @@ impl Session {
 
     /// Another handle (or process) may have appended since this one last looked: re-read the tail
     /// if the log's end is not where this handle thinks.
-    fn sync_tail(&self, conn: &Connection, tail: &mut Tail) -> Result<()> {
+    fn sync_tail(&self, conn: &Db, tail: &mut Tail) -> Result<()> {
         if records::last_seq(conn, self.num)? != tail.next_seq.checked_sub(1) {
             *tail = load_tail(conn, self.num)?;
         }

@@ -4,45 +4,46 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{args, Db};
 
 use crate::error::{Error, Result};
 use crate::storage::checksum;
 use crate::storage::encode::{Blob, BLOB_MARK};
 
 /// Stores the blobs of record `record` (each once) and notes that the record uses them.
-pub fn put(conn: &Connection, record: i64, blobs: &[Blob]) -> Result<()> {
-    let mut put = conn.prepare_cached(
-        "INSERT OR IGNORE INTO blobs(hash, bytes, literal, crc) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    let mut refer =
-        conn.prepare_cached("INSERT OR IGNORE INTO blob_refs(record, hash) VALUES (?1, ?2)")?;
+pub fn put(conn: &Db, record: i64, blobs: &[Blob]) -> Result<()> {
     for b in blobs {
         let bytes = b.literal.len() as i64;
         let crc = checksum::blob_sum(&b.hash, bytes, &b.literal) as i64;
-        put.execute(params![b.hash, bytes, b.literal, crc])?;
-        refer.execute(params![record, b.hash])?;
+        conn.execute(
+            "INSERT INTO blobs(hash, bytes, literal, crc) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+            &args![b.hash, bytes, b.literal, crc],
+        )?;
+        conn.execute(
+            "INSERT INTO blob_refs(record, hash) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            &args![record, b.hash],
+        )?;
     }
     Ok(())
 }
 
 /// Removes blobs no record uses any more.
-pub fn collect_garbage(conn: &Connection) -> Result<()> {
+pub fn collect_garbage(conn: &Db) -> Result<()> {
     conn.execute(
         "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash)",
-        [],
+        &[],
     )?;
     Ok(())
 }
 
 /// Reads blobs for one read operation, keeping each one it has fetched.
 pub struct Expander<'c> {
-    conn: &'c Connection,
+    conn: &'c Db,
     cache: HashMap<Vec<u8>, Vec<u8>>,
 }
 
 impl<'c> Expander<'c> {
-    pub fn new(conn: &'c Connection) -> Self {
+    pub fn new(conn: &'c Db) -> Self {
         Expander {
             conn,
             cache: HashMap::new(),
@@ -68,18 +69,18 @@ impl<'c> Expander<'c> {
     fn literal(&mut self, hash: &[u8]) -> Result<&[u8]> {
         if !self.cache.contains_key(hash) {
             let key = std::str::from_utf8(hash).map_err(|_| damaged())?;
-            let lit = self
-                .conn
-                .prepare_cached("SELECT bytes, literal, crc FROM blobs WHERE hash = ?1")?
-                .query_row([key], |r| {
+            let lit = self.conn.query_row(
+                "SELECT bytes, literal, crc FROM blobs WHERE hash = ?1",
+                &args![key],
+                |r| {
                     let bytes: i64 = r.get(0)?;
                     let literal = r.get_ref(1)?.as_blob().map(<[u8]>::to_vec);
                     let crc: Option<i64> = r.get(2)?;
                     Ok(literal.map(|l| {
                         (crc == Some(checksum::blob_sum(key, bytes, &l) as i64)).then_some(l)
                     }))
-                })
-                .optional()?;
+                },
+            )?;
             let lit = match lit {
                 None => return Err(Error::StoreCorrupt(format!("blob {key} is missing"))),
                 Some(Err(_)) | Some(Ok(None)) => {

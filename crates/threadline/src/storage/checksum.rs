@@ -21,7 +21,9 @@
 //! it (a keyed MAC would be needed for that).
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::Connection;
+
+use crate::storage::db::{args, Db, Row};
 
 use crate::error::{Error, Result};
 
@@ -111,7 +113,7 @@ pub(crate) struct Stored<'r> {
 impl<'r> Stored<'r> {
     /// Reads a row selected with `content_columns!()` (or `record_columns!()`) and checks `crc`.
     /// The error is the reason, for the caller to name the record.
-    pub fn check_content(row: &'r Row<'_>) -> std::result::Result<Stored<'r>, String> {
+    pub fn check_content(row: &Row<'r>) -> std::result::Result<Stored<'r>, String> {
         let mut v = [ValueRef::Null; col::ALL];
         for (i, slot) in v.iter_mut().enumerate().take(col::CONTENT) {
             *slot = row.get_ref(i).map_err(|e| e.to_string())?;
@@ -125,7 +127,7 @@ impl<'r> Stored<'r> {
     }
 
     /// Reads a row selected with `meta_columns!()` and checks `meta_crc`.
-    pub fn check_meta(row: &'r Row<'_>) -> std::result::Result<Stored<'r>, String> {
+    pub fn check_meta(row: &Row<'r>) -> std::result::Result<Stored<'r>, String> {
         let mut v = [ValueRef::Null; col::ALL];
         v[col::ID] = row.get_ref(col::ID).map_err(|e| e.to_string())?;
         for (i, slot) in v.iter_mut().enumerate().skip(col::CONTENT) {
@@ -140,7 +142,7 @@ impl<'r> Stored<'r> {
     }
 
     /// Reads a row selected with `record_columns!()` and checks both checksums.
-    pub fn check(row: &'r Row<'_>) -> std::result::Result<Stored<'r>, String> {
+    pub fn check(row: &Row<'r>) -> std::result::Result<Stored<'r>, String> {
         let mut v = [ValueRef::Null; col::ALL];
         for (i, slot) in v.iter_mut().enumerate() {
             *slot = row.get_ref(i).map_err(|e| e.to_string())?;
@@ -238,7 +240,7 @@ fn mistyped() -> Error {
 }
 
 /// STORE_CORRUPT naming the record: its session's id and its seq.
-pub(crate) fn damaged(conn: &Connection, num: i64, seq: u64, reason: &str) -> Error {
+pub(crate) fn damaged(conn: &Db, num: i64, seq: u64, reason: &str) -> Error {
     Error::StoreCorrupt(format!(
         "record seq {seq} of session '{}' is damaged: {reason}",
         session_id(conn, num)
@@ -246,12 +248,13 @@ pub(crate) fn damaged(conn: &Connection, num: i64, seq: u64, reason: &str) -> Er
 }
 
 /// A session's id for an error message (its number if even that cannot be read).
-pub(crate) fn session_id(conn: &Connection, num: i64) -> String {
-    conn.prepare_cached("SELECT id FROM sessions WHERE num = ?1")
-        .and_then(|mut s| s.query_row([num], |r| r.get::<_, String>(0)).optional())
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| format!("#{num}"))
+pub(crate) fn session_id(conn: &Db, num: i64) -> String {
+    conn.query_row("SELECT id FROM sessions WHERE num = ?1", &args![num], |r| {
+        r.get::<String>(0)
+    })
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| format!("#{num}"))
 }
 
 /// The checksum of a blob row.

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::storage::checksum::{self, Stored};
+use crate::storage::db::Db;
 use crate::storage::encode::{BLOB_MARK, MESSAGE_MARK};
 use crate::storage::schema::{self, SEQ_BITS};
 use serde::Serialize;
@@ -46,6 +47,7 @@ pub struct Damage {
 
 pub(crate) struct Checker<'c> {
     conn: &'c Connection,
+    db: &'c Db,
     report: VerifyReport,
     /// blobs checked so far: None if sound, else why not
     blobs: HashMap<String, Option<String>>,
@@ -54,13 +56,14 @@ pub(crate) struct Checker<'c> {
 }
 
 impl<'c> Checker<'c> {
-    pub(crate) fn new(conn: &'c Connection) -> Self {
-        Checker {
-            conn,
+    pub(crate) fn new(db: &'c Db) -> Result<Self> {
+        Ok(Checker {
+            conn: db.sqlite()?,
+            db,
             report: VerifyReport::default(),
             blobs: HashMap::new(),
             calls: Vec::new(),
-        }
+        })
     }
 
     pub(crate) fn finish(mut self) -> VerifyReport {
@@ -104,7 +107,7 @@ impl<'c> Checker<'c> {
 
     pub(crate) fn session(&mut self, num: i64, id: &str) {
         self.report.sessions += 1;
-        match crate::storage::sessions::read_row(self.conn, num) {
+        match crate::storage::sessions::read_row(self.db, num) {
             Err(e) => self.push(
                 Some(id),
                 None,
@@ -118,7 +121,7 @@ impl<'c> Checker<'c> {
         }
         self.calls.clear();
         let count = self.records(num, id);
-        match crate::storage::journal::damaged(self.conn, num) {
+        match crate::storage::journal::damaged(self.db, num) {
             Ok(list) => {
                 for why in list {
                     self.push(Some(id), None, why);
@@ -238,7 +241,7 @@ impl<'c> Checker<'c> {
             *end = expected;
             self.report.records += 1;
             let seq = (rid - lo) as u64;
-            match Stored::check(row) {
+            match Stored::check(&crate::storage::db::Row::Sqlite(row)) {
                 Err(why) => self.push(Some(id), Some(seq), why),
                 Ok(stored) => {
                     if let Err(why) = self.record(&stored, seq) {

@@ -5,8 +5,8 @@
 
 use std::collections::HashSet;
 
+use crate::storage::db::{args, Db, Row};
 use rusqlite::types::ValueRef;
-use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -85,16 +85,20 @@ pub struct Entry {
 
 /// The columns of a journal row, as its checksum covers them (the session's number first: a row
 /// belongs to one session), then the checksum.
-const COLUMNS: &str = "session, id, kind, name, call_seq, ord, state, requested_ms, started_ms, ended_ms, result_seq, outcome, crc";
+macro_rules! columns {
+    () => {
+        "session, id, kind, name, call_seq, ord, state, requested_ms, started_ms, ended_ms, result_seq, outcome, crc"
+    };
+}
 const COVERED: usize = 12;
 
-/// A journal row read with `COLUMNS`, checked against its checksum.
-fn entry(conn: &Connection, r: &Row) -> Result<Entry> {
+/// A journal row read with `columns!()`, checked against its checksum.
+fn entry(conn: &Db, r: &Row<'_>) -> Result<Entry> {
     Ok(entry_raw(conn, r)?.0)
 }
 
 /// A checked journal row, with its outcome's text as stored.
-fn entry_raw(conn: &Connection, r: &Row) -> Result<(Entry, Option<String>)> {
+fn entry_raw(conn: &Db, r: &Row<'_>) -> Result<(Entry, Option<String>)> {
     let check = || -> std::result::Result<(), String> {
         let mut v = [ValueRef::Null; COVERED];
         for (i, slot) in v.iter_mut().enumerate() {
@@ -125,13 +129,13 @@ fn entry_raw(conn: &Connection, r: &Row) -> Result<(Entry, Option<String>)> {
         id: r.get(1)?,
         kind: r.get(2)?,
         name: r.get(3)?,
-        call_seq: r.get::<_, i64>(4)? as u64,
-        ord: r.get::<_, i64>(5)? as u64,
+        call_seq: r.get::<i64>(4)? as u64,
+        ord: r.get::<i64>(5)? as u64,
         state: CallState::parse(&state).ok_or_else(|| bad("state"))?,
         requested_ms: r.get(7)?,
         started_ms: r.get(8)?,
         ended_ms: r.get(9)?,
-        result_seq: r.get::<_, Option<i64>>(10)?.map(|s| s as u64),
+        result_seq: r.get::<Option<i64>>(10)?.map(|s| s as u64),
         outcome: outcome
             .as_deref()
             .map(|o| serde_json::from_str(o).map_err(|_| bad("outcome")))
@@ -173,93 +177,116 @@ impl Sealed<'_> {
 }
 
 /// A checked entry and its outcome's text as stored.
-fn get_raw(conn: &Connection, session: i64, id: &str) -> Result<Option<(Entry, Option<String>)>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND id = ?2"
-    ))?;
-    let mut rows = stmt.query(params![session, id])?;
-    match rows.next()? {
-        Some(r) => Ok(Some(entry_raw(conn, r)?)),
-        None => Ok(None),
-    }
+fn get_raw(conn: &Db, session: i64, id: &str) -> Result<Option<(Entry, Option<String>)>> {
+    conn.query_row(
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM tool_calls WHERE session = ?1 AND id = ?2"
+        ),
+        &args![session, id],
+        |r| entry_raw(conn, r),
+    )
 }
 
-/// Every entry a statement selects with `COLUMNS`, each checked.
-fn entries(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Entry>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query(params)?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        out.push(entry(conn, r)?);
-    }
-    Ok(out)
+/// Every entry a statement selects with `columns!()`, each checked.
+fn entries(conn: &Db, sql: &'static str, params: &[ValueRef<'_>]) -> Result<Vec<Entry>> {
+    conn.rows(sql, params, |r| entry(conn, r))
 }
 
 /// Why each damaged journal row of a session is damaged (verify: every one, not the first).
-pub(crate) fn damaged(conn: &Connection, session: i64) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 ORDER BY call_seq, ord"
-    ))?;
-    let mut rows = stmt.query([session])?;
+pub(crate) fn damaged(conn: &Db, session: i64) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        if let Err(e) = entry(conn, r) {
-            out.push(e.message().to_string());
-        }
-    }
+    conn.each(
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM tool_calls WHERE session = ?1 ORDER BY call_seq, ord"
+        ),
+        &args![session],
+        |r| {
+            if let Err(e) = entry(conn, r) {
+                out.push(e.message().to_string());
+            }
+            Ok(true)
+        },
+    )?;
     Ok(out)
 }
 
 /// Sets the checksum of a journal row from what it holds (after an import's upsert, and for the
 /// rows of a store migrated to schema version 4).
-fn seal(conn: &Connection, session: i64, id: &str) -> Result<()> {
-    let crc = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND id = ?2"
-        ))?
-        .query_row(params![session, id], |r| {
+fn seal(conn: &Db, session: i64, id: &str) -> Result<()> {
+    let crc = conn.query_row(
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM tool_calls WHERE session = ?1 AND id = ?2"
+        ),
+        &args![session, id],
+        |r| {
             let mut v = [ValueRef::Null; COVERED];
             for (i, slot) in v.iter_mut().enumerate() {
                 *slot = r.get_ref(i)?;
             }
             Ok(checksum::sum(&v))
-        })
-        .optional()?;
+        },
+    )?;
     if let Some(crc) = crc {
-        conn.prepare_cached("UPDATE tool_calls SET crc = ?1 WHERE session = ?2 AND id = ?3")?
-            .execute(params![crc as i64, session, id])?;
+        conn.execute(
+            "UPDATE tool_calls SET crc = ?1 WHERE session = ?2 AND id = ?3",
+            &args![crc as i64, session, id],
+        )?;
     }
     Ok(())
 }
 
 /// Computes the checksum of every journal row of a store that had none (the migration to schema
 /// version 4).
-pub(crate) fn seal_all(conn: &Connection) -> Result<()> {
-    let keys: Vec<(i64, String)> = conn
-        .prepare("SELECT session, id FROM tool_calls")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    for (session, id) in keys {
-        seal(conn, session, &id)?;
+pub(crate) fn seal_all(conn: &rusqlite::Connection) -> Result<()> {
+    let mut sums: Vec<(i64, i64, String)> = Vec::new();
+    {
+        let mut stmt = conn.prepare(concat!("SELECT ", columns!(), " FROM tool_calls"))?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let mut v = [ValueRef::Null; COVERED];
+            for (i, slot) in v.iter_mut().enumerate() {
+                *slot = r.get_ref(i)?;
+            }
+            sums.push((checksum::sum(&v) as i64, r.get(0)?, r.get(1)?));
+        }
+    }
+    let mut update =
+        conn.prepare("UPDATE tool_calls SET crc = ?1 WHERE session = ?2 AND id = ?3")?;
+    for (crc, session, id) in sums {
+        update.execute(rusqlite::params![crc, session, id])?;
     }
     Ok(())
 }
 
-pub fn get(conn: &Connection, session: i64, id: &str) -> Result<Option<Entry>> {
+pub fn get(conn: &Db, session: i64, id: &str) -> Result<Option<Entry>> {
     Ok(entries(
         conn,
-        &format!("SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND id = ?2"),
-        params![session, id],
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM tool_calls WHERE session = ?1 AND id = ?2"
+        ),
+        &args![session, id],
     )?
     .pop())
 }
 
 /// Every call of a session, in the order they were made.
-pub fn list(conn: &Connection, session: i64) -> Result<Vec<Entry>> {
+pub fn list(conn: &Db, session: i64) -> Result<Vec<Entry>> {
     entries(
         conn,
-        &format!("SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 ORDER BY call_seq, ord"),
-        [session],
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM tool_calls WHERE session = ?1 ORDER BY call_seq, ord"
+        ),
+        &args![session],
     )
 }
 
@@ -297,21 +324,23 @@ pub(crate) fn lost(id: &str) -> String {
 }
 
 /// Calls of `tool_use` kind with no result in the history, in order.
-pub fn unanswered(conn: &Connection, session: i64) -> Result<Vec<Entry>> {
+pub fn unanswered(conn: &Db, session: i64) -> Result<Vec<Entry>> {
     entries(
         conn,
-        &format!(
-            "SELECT {COLUMNS} FROM tool_calls WHERE session = ?1 AND result_seq IS NULL
+        concat!(
+            "SELECT ",
+            columns!(),
+            " FROM tool_calls WHERE session = ?1 AND result_seq IS NULL
              AND kind = 'tool_use' ORDER BY call_seq, ord"
         ),
-        [session],
+        &args![session],
     )
 }
 
 /// Whether any result block of `facts` answers a call in the history. A user message whose
 /// results all answer nothing is an orphan: kept in the log, out of `messages`.
 pub fn answers_a_call(
-    conn: &Connection,
+    conn: &Db,
     session: i64,
     facts: &MessageFacts,
     pending: &[String],
@@ -330,7 +359,7 @@ pub fn answers_a_call(
 /// A repair record (`is_repair`) places results without changing what is known of a call: a
 /// call that never ran stays `requested`, one with an unknown outcome stays `started`.
 pub fn on_message(
-    conn: &Connection,
+    conn: &Db,
     session: i64,
     seq: u64,
     facts: &MessageFacts,
@@ -368,24 +397,24 @@ pub fn on_message(
             result_seq: Some(seq as i64),
             outcome: outcome.as_deref(),
         };
-        conn.prepare_cached(
+        conn.execute(
             "UPDATE tool_calls SET state = ?1, result_seq = ?2, ended_ms = ?3, crc = ?4
              WHERE session = ?5 AND id = ?6",
-        )?
-        .execute(params![
-            state.as_str(),
-            seq as i64,
-            next.ended_ms,
-            next.sum(),
-            session,
-            r.tool_use_id,
-        ])?;
+            &args![
+                state.as_str(),
+                seq as i64,
+                next.ended_ms,
+                next.sum(),
+                session,
+                r.tool_use_id,
+            ],
+        )?;
     }
     Ok(())
 }
 
 fn request(
-    conn: &Connection,
+    conn: &Db,
     session: i64,
     seq: u64,
     ord: u64,
@@ -417,18 +446,16 @@ fn request(
         outcome: None,
     }
     .sum();
-    conn.prepare_cached(
+    conn.execute(
         "INSERT INTO tool_calls(session, id, kind, name, call_seq, ord, state, requested_ms, crc)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'requested', ?7, ?8) ON CONFLICT DO NOTHING",
-    )?
-    .execute(params![
-        session, call.id, call.kind, call.name, seq as i64, ord as i64, now_ms, crc
-    ])?;
+        &args![session, call.id, call.kind, call.name, seq as i64, ord as i64, now_ms, crc],
+    )?;
     Ok(())
 }
 
 /// Marks a call started: the side effect is about to happen.
-pub fn start(conn: &Connection, session: i64, id: &str, now_ms: i64) -> Result<()> {
+pub fn start(conn: &Db, session: i64, id: &str, now_ms: i64) -> Result<()> {
     let (e, outcome) = get_raw(conn, session, id)?.ok_or_else(|| not_found(id))?;
     match e.state {
         CallState::Requested => {
@@ -442,10 +469,10 @@ pub fn start(conn: &Connection, session: i64, id: &str, now_ms: i64) -> Result<(
                 outcome: outcome.as_deref(),
             }
             .sum();
-            conn.prepare_cached(
-                "UPDATE tool_calls SET state = 'started', started_ms = ?1, crc = ?2 WHERE session = ?3 AND id = ?4",
-            )?
-            .execute(params![now_ms, crc, session, id])?;
+            conn.execute(
+            "UPDATE tool_calls SET state = 'started', started_ms = ?1, crc = ?2 WHERE session = ?3 AND id = ?4",
+            &args![now_ms, crc, session, id],
+        )?;
             Ok(())
         }
         CallState::Started => Ok(()),
@@ -458,7 +485,7 @@ pub fn start(conn: &Connection, session: i64, id: &str, now_ms: i64) -> Result<(
 
 /// Records a call's outcome in the journal only. Recording the same outcome again is a no-op.
 pub fn record_outcome(
-    conn: &Connection,
+    conn: &Db,
     session: i64,
     id: &str,
     outcome: &Map<String, Value>,
@@ -491,27 +518,26 @@ pub fn record_outcome(
         outcome: Some(&text),
     }
     .sum();
-    conn.prepare_cached(
-        "UPDATE tool_calls SET state = ?1, outcome = ?2, ended_ms = ?3, crc = ?4 WHERE session = ?5 AND id = ?6",
-    )?
-    .execute(params![state.as_str(), text, now_ms, crc, session, id])?;
+    conn.execute(
+            "UPDATE tool_calls SET state = ?1, outcome = ?2, ended_ms = ?3, crc = ?4 WHERE session = ?5 AND id = ?6",
+            &args![state.as_str(), text, now_ms, crc, session, id],
+        )?;
     Ok(())
 }
 
 /// Writes a journal row as a snapshot gives it (after its records were imported).
-pub fn import(conn: &Connection, session: i64, e: &Entry) -> Result<()> {
+pub fn import(conn: &Db, session: i64, e: &Entry) -> Result<()> {
     let outcome = match &e.outcome {
         Some(o) => Some(serde_json::to_string(o).map_err(|x| Error::InvalidInput(x.to_string()))?),
         None => None,
     };
-    conn.prepare_cached(
-        "INSERT INTO tool_calls(session, id, kind, name, call_seq, ord, state, requested_ms, started_ms, ended_ms, result_seq, outcome)
+    conn.execute(
+            "INSERT INTO tool_calls(session, id, kind, name, call_seq, ord, state, requested_ms, started_ms, ended_ms, result_seq, outcome)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
          ON CONFLICT(session, id) DO UPDATE SET state = excluded.state, requested_ms = excluded.requested_ms,
            started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, result_seq = excluded.result_seq,
            outcome = excluded.outcome",
-    )?
-    .execute(params![
+            &args![
         session,
         e.id,
         e.kind,
@@ -524,12 +550,13 @@ pub fn import(conn: &Connection, session: i64, e: &Entry) -> Result<()> {
         e.ended_ms,
         e.result_seq.map(|s| s as i64),
         outcome
-    ])?;
+    ],
+        )?;
     seal(conn, session, &e.id)
 }
 
-pub fn delete_session(conn: &Connection, session: i64) -> Result<()> {
-    conn.execute("DELETE FROM tool_calls WHERE session = ?1", [session])?;
+pub fn delete_session(conn: &Db, session: i64) -> Result<()> {
+    conn.execute("DELETE FROM tool_calls WHERE session = ?1", &args![session])?;
     Ok(())
 }
 

@@ -6,15 +6,13 @@ pub(crate) mod blob;
 pub(crate) mod checkpoint;
 pub(crate) mod checksum;
 pub(crate) mod connection;
+pub(crate) mod db;
 pub(crate) mod encode;
 pub(crate) mod integrity;
 pub(crate) mod journal;
 pub(crate) mod open_file;
 pub(crate) mod owner;
-// The PostgreSQL engine's foundation (URL, connection, errors, schema), tested against a real
-// server; Store::open refuses postgres:// URLs until the storage interface takes a second
-// engine (ARCHITECTURE.md, Engines).
-#[allow(dead_code)]
+pub(crate) mod ownership;
 pub(crate) mod postgres;
 pub(crate) mod records;
 pub(crate) mod schema;

@@ -14,11 +14,12 @@ use rusqlite::Connection;
 use crate::error::Result;
 use crate::model::options::{Durability, StoreOptions};
 use crate::storage::checkpoint::Checkpointer;
+use crate::storage::db::Db;
 
 /// A store file's connections.
 pub(crate) struct OpenFile {
     /// Declared before `checkpointer`, so dropped before it: its WAL hook points into it.
-    pub conn: Mutex<Connection>,
+    pub conn: Mutex<Db>,
     pub checkpointer: Option<Checkpointer>,
     /// Where the table lists it; None if it is not shared (in memory, or not found on disk).
     key: Option<Key>,
@@ -76,7 +77,7 @@ pub(crate) fn open(
     let mut table = table();
     let key = key.filter(|k| table.get(k).is_none_or(|e| e.file.strong_count() == 0));
     let open = Arc::new(OpenFile {
-        conn: Mutex::new(conn),
+        conn: Mutex::new(Db::Sqlite(conn)),
         checkpointer,
         key: key.clone(),
     });
@@ -89,7 +90,7 @@ pub(crate) fn open(
 
 /// A store lets go of `file` (closed or dropped), with `conn` its connection, locked. The last
 /// store to let go closes the file, even while closed stores still refer to it.
-pub(crate) fn release(file: &OpenFile, conn: &mut Connection) -> Result<()> {
+pub(crate) fn release(file: &OpenFile, conn: &mut Db) -> Result<()> {
     if let Some(key) = &file.key {
         let mut table = table();
         if let Some(entry) = table.get_mut(key) {
@@ -106,15 +107,25 @@ pub(crate) fn release(file: &OpenFile, conn: &mut Connection) -> Result<()> {
 impl OpenFile {
     /// Stops the checkpointer and closes the connection; an inert in-memory one takes its place,
     /// so the file is really closed now.
-    fn shut(&self, conn: &mut Connection) -> Result<()> {
-        if let Some(c) = &self.checkpointer {
+    fn shut(&self, conn: &mut Db) -> Result<()> {
+        if let (Some(c), Db::Sqlite(sqlite)) = (&self.checkpointer, &*conn) {
             c.stop();
-            Checkpointer::unwatch(conn);
+            Checkpointer::unwatch(sqlite);
         }
-        let inert = Connection::open_in_memory()?;
-        std::mem::replace(conn, inert)
-            .close()
-            .map_err(|(_, e)| e.into())
+        let inert = Db::Sqlite(Connection::open_in_memory()?);
+        match std::mem::replace(conn, inert) {
+            Db::Sqlite(c) => c.close().map_err(|(_, e)| e.into()),
+            Db::Postgres(p) => (*p).close(),
+        }
+    }
+
+    /// A PostgreSQL store's connection: not shared (the server sees every client anyway).
+    pub(crate) fn postgres(db: Db) -> Arc<OpenFile> {
+        Arc::new(OpenFile {
+            conn: Mutex::new(db),
+            checkpointer: None,
+            key: None,
+        })
     }
 }
 

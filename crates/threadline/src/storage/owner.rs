@@ -1,17 +1,11 @@
-//! Session ownership: the process that writes a session holds it (its pid, host and process
-//! start time in the session's row, with a heartbeat). A second live process that tries to write
-//! gets SESSION_LOCKED; readers never look. An owner that is gone (its pid no longer runs, or runs
-//! a different program started later) holds nothing: its session shows in
-//! `interrupted_sessions` if it was left active, and the next writer takes it over.
+//! Who holds a session: a process, named by its pid, host and process start time (as stored in
+//! the session's row), and whether it still runs. `ownership.rs` claims and releases sessions
+//! with it on both engines.
 
 use std::sync::OnceLock;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::error::Error;
 
-use crate::error::{Error, Result};
-
-/// A writer refreshes its heartbeat at most this often.
-pub const HEARTBEAT_MS: i64 = 10_000;
 /// An owner on another host is considered gone when its heartbeat is older than this.
 pub const REMOTE_STALE_MS: i64 = 60_000;
 
@@ -62,85 +56,6 @@ impl Owner {
             _ => true,
         }
     }
-}
-
-/// The session's owner, if one is recorded.
-pub fn read(conn: &Connection, num: i64) -> Result<Option<Owner>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT owner_pid, owner_host, owner_start, heartbeat_ms FROM sessions WHERE num = ?1 AND owner_pid IS NOT NULL",
-        )?
-        .query_row([num], |r| {
-            Ok(Owner {
-                pid: r.get(0)?,
-                host: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                start: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                heartbeat_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-            })
-        })
-        .optional()?)
-}
-
-/// Makes this process the session's owner, inside the caller's write transaction. Returns the
-/// time of the heartbeat written. SESSION_LOCKED if another live process owns it.
-pub fn claim(conn: &Connection, num: i64, session_id: &str, now_ms: i64) -> Result<i64> {
-    if let Some(o) = read(conn, num)? {
-        if !o.is_me() && o.alive(now_ms) {
-            return Err(locked(session_id, &o));
-        }
-    }
-    let m = me();
-    conn.prepare_cached(
-        "UPDATE sessions SET owner_pid = ?1, owner_host = ?2, owner_start = ?3, heartbeat_ms = ?4 WHERE num = ?5",
-    )?
-    .execute(params![m.pid, m.host, m.start, now_ms, num])?;
-    Ok(now_ms)
-}
-
-/// Gives up ownership if this process holds it.
-pub fn release(conn: &Connection, num: i64) -> Result<()> {
-    let m = me();
-    conn.prepare_cached(
-        "UPDATE sessions SET owner_pid = NULL, owner_host = NULL, owner_start = NULL, heartbeat_ms = NULL
-         WHERE num = ?1 AND owner_pid = ?2 AND owner_host = ?3 AND owner_start = ?4",
-    )?
-    .execute(params![num, m.pid, m.host, m.start])?;
-    Ok(())
-}
-
-/// SESSION_LOCKED unless the session is free, ours, or held by a process that is gone.
-pub fn check_free(conn: &Connection, num: i64, session_id: &str, now_ms: i64) -> Result<()> {
-    match read(conn, num)? {
-        Some(o) if !o.is_me() && o.alive(now_ms) => Err(locked(session_id, &o)),
-        _ => Ok(()),
-    }
-}
-
-/// Sessions left active by an owner that is gone.
-pub fn interrupted(conn: &Connection, now_ms: i64) -> Result<Vec<i64>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT num, owner_pid, owner_host, owner_start, heartbeat_ms FROM sessions
-         WHERE status = 'active' AND owner_pid IS NOT NULL",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            Owner {
-                pid: r.get(1)?,
-                host: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                start: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                heartbeat_ms: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-            },
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (num, o) = row?;
-        if !o.alive(now_ms) {
-            out.push(num);
-        }
-    }
-    Ok(out)
 }
 
 pub(crate) fn locked(session_id: &str, o: &Owner) -> Error {

@@ -2,8 +2,8 @@
 //! checksummed columns, and the reads that check them: pages of JSON, the log's end, the view of
 //! messages, lookups by uuid and by response.
 
+use crate::storage::db::{args, Db, Row};
 use rusqlite::types::ValueRef;
-use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -50,6 +50,19 @@ pub const PAGE_BYTES: usize = 4 << 20;
 /// the store, and while any reader holds an old one the write-ahead log cannot start over.
 const STATEMENT_BYTES: usize = 1 << 20;
 
+/// ... and at most this many rows (PostgreSQL fetches a statement's rows whole).
+const STATEMENT_ROWS: i64 = 2048;
+
+/// Why a statement of `read_page` stopped.
+enum Stop {
+    /// no more rows
+    Ended,
+    /// the page is full; the next starts at this record id
+    PageFull(i64),
+    /// the statement has read its share; this record id was the last it reached
+    Continue(i64),
+}
+
 /// A record to insert, as its columns hold it: `insert` computes the checksums.
 pub(crate) struct NewRecord<'a> {
     pub id: i64,
@@ -69,7 +82,7 @@ pub(crate) struct NewRecord<'a> {
 }
 
 /// Inserts one record row and its blobs' references.
-pub(crate) fn insert(conn: &Connection, r: &NewRecord<'_>) -> Result<()> {
+pub(crate) fn insert(conn: &Db, r: &NewRecord<'_>) -> Result<()> {
     let enc = r.encoded;
     let usage = r.usage;
     // In the order of `record_columns!()`: the checksums cover exactly what is stored.
@@ -101,39 +114,40 @@ pub(crate) fn insert(conn: &Connection, r: &NewRecord<'_>) -> Result<()> {
     values[checksum::col::CRC] = ValueRef::Integer(crc as i64);
     values[checksum::col::META_CRC] = ValueRef::Integer(meta as i64);
     let written = ValueRef::Integer(r.written_ms);
-    conn.prepare_cached(concat!(
-        "INSERT INTO records(",
-        record_columns!(),
-        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
-    ))?
-    .execute(rusqlite::params_from_iter(
-        values
-            .iter()
-            .chain([&written])
-            .map(|v| rusqlite::types::ToSqlOutput::Borrowed(*v)),
-    ))?;
+    let mut all = [ValueRef::Null; checksum::col::ALL + 1];
+    all[..checksum::col::ALL].copy_from_slice(&values);
+    all[checksum::col::ALL] = written;
+    conn.execute(
+        concat!(
+            "INSERT INTO records(",
+            record_columns!(),
+            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+        ),
+        &all,
+    )?;
     blob::put(conn, r.id, &enc.blobs)
 }
 
 /// The seq of the record stored under `uuid` in session `num`, unchecked (a uniqueness check
 /// before an insert; `seq_of` checks what it reads).
-pub(crate) fn find_uuid(conn: &Connection, num: i64, uuid: &str) -> Result<Option<u64>> {
+pub(crate) fn find_uuid(conn: &Db, num: i64, uuid: &str) -> Result<Option<u64>> {
     let (lo, hi) = schema::range(num);
-    let id: Option<i64> = conn
-        .prepare_cached("SELECT id FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1")?
-        .query_row(params![uuid, lo, hi], |r| r.get(0))
-        .optional()?;
+    let id: Option<i64> = conn.query_row(
+        "SELECT id FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1",
+        &args![uuid, lo, hi],
+        |r| r.get(0),
+    )?;
     Ok(id.map(|id| (id - lo) as u64))
 }
 
 /// The seq of session `num`'s last record, by a seek.
-pub(crate) fn last_seq(conn: &Connection, num: i64) -> Result<Option<u64>> {
+pub(crate) fn last_seq(conn: &Db, num: i64) -> Result<Option<u64>> {
     let (lo, hi) = schema::range(num);
     Ok(last_id(conn, lo, hi)?.map(|id| (id - lo) as u64))
 }
 
 /// Every record's envelope from `from_seq` on.
-pub(crate) fn records_from(conn: &Connection, num: i64, from_seq: u64) -> Result<Vec<Value>> {
+pub(crate) fn records_from(conn: &Db, num: i64, from_seq: u64) -> Result<Vec<Value>> {
     let mut out = Vec::new();
     let mut from = Some(from_seq);
     while let Some(f) = from {
@@ -147,7 +161,7 @@ pub(crate) fn records_from(conn: &Connection, num: i64, from_seq: u64) -> Result
 /// The messages from record `from_seq` on, each with its position and the envelope fields
 /// context building needs, blobs expanded.
 pub(crate) fn view_from(
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     from_seq: u64,
     path: &[(u64, u64)],
@@ -159,48 +173,51 @@ pub(crate) fn view_from(
     Ok(out)
 }
 
-fn view_range(conn: &Connection, num: i64, from_seq: u64, to_seq: u64) -> Result<Vec<ViewRecord>> {
+fn view_range(conn: &Db, num: i64, from_seq: u64, to_seq: u64) -> Result<Vec<ViewRecord>> {
     let (lo, _) = schema::range(num);
     let start = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
     let hi = lo.saturating_add(to_seq.min(1 << SEQ_BITS) as i64);
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        record_columns!(),
-        " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
-    ))?;
-    let mut rows = stmt.query([start, hi])?;
     let mut expander = Expander::new(conn);
     let mut out = Vec::new();
     let mut buf = Vec::new();
     let mut expected = start;
-    while let Some(row) = rows.next()? {
-        let stored = checked(conn, num, lo, &mut expected, row, Check::All)?;
-        if !stored.in_messages()? {
-            continue;
-        }
-        let seq = (stored.id() - lo) as u64;
-        let bytes = stored.message()?.unwrap_or(b"null");
-        buf.clear();
-        if stored.has_blobs()? {
-            expander
-                .expand_into(&mut buf, bytes)
-                .map_err(|e| in_record(conn, num, seq, e))?;
-        } else {
-            buf.extend_from_slice(bytes);
-        }
-        let message = crate::model::number_text::parse_stored(&buf).map_err(|e| {
-            checksum::damaged(conn, num, seq, &format!("its message is not JSON: {e}"))
-        })?;
-        out.push(ViewRecord {
-            seq,
-            uuid: stored
-                .str(checksum::col::UUID)?
-                .unwrap_or_default()
-                .to_string(),
-            provider: stored.str(checksum::col::PROVIDER)?.map(str::to_string),
-            message,
-        });
-    }
+    conn.each(
+        concat!(
+            "SELECT ",
+            record_columns!(),
+            " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+        ),
+        &args![start, hi],
+        |row| {
+            let stored = checked(conn, num, lo, &mut expected, row, Check::All)?;
+            if !stored.in_messages()? {
+                return Ok(true);
+            }
+            let seq = (stored.id() - lo) as u64;
+            let bytes = stored.message()?.unwrap_or(b"null");
+            buf.clear();
+            if stored.has_blobs()? {
+                expander
+                    .expand_into(&mut buf, bytes)
+                    .map_err(|e| in_record(conn, num, seq, e))?;
+            } else {
+                buf.extend_from_slice(bytes);
+            }
+            let message = crate::model::number_text::parse_stored(&buf).map_err(|e| {
+                checksum::damaged(conn, num, seq, &format!("its message is not JSON: {e}"))
+            })?;
+            out.push(ViewRecord {
+                seq,
+                uuid: stored
+                    .str(checksum::col::UUID)?
+                    .unwrap_or_default()
+                    .to_string(),
+                provider: stored.str(checksum::col::PROVIDER)?.map(str::to_string),
+                message,
+            });
+            Ok(true)
+        },
+    )?;
     if expected <= hi {
         return Err(checksum::damaged(
             conn,
@@ -213,34 +230,35 @@ fn view_range(conn: &Connection, num: i64, from_seq: u64, to_seq: u64) -> Result
 }
 
 /// The seq of the record with `uuid` in this session.
-pub(crate) fn seq_of(conn: &Connection, num: i64, uuid: &str) -> Result<Option<u64>> {
+pub(crate) fn seq_of(conn: &Db, num: i64, uuid: &str) -> Result<Option<u64>> {
     let (lo, hi) = schema::range(num);
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        meta_columns!(),
-        " FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1"
-    ))?;
-    let mut rows = stmt.query(params![uuid, lo, hi])?;
-    let Some(row) = rows.next()? else {
-        return Ok(None);
-    };
-    let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
-    let stored =
-        checksum::Stored::check_meta(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
-    if stored.str(checksum::col::UUID)? != Some(uuid) {
-        return Err(checksum::damaged(
-            conn,
-            num,
-            seq,
-            "the uuid index lists it under another uuid",
-        ));
-    }
-    Ok(Some(seq))
+    conn.query_row(
+        concat!(
+            "SELECT ",
+            meta_columns!(),
+            " FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1"
+        ),
+        &args![uuid, lo, hi],
+        |row| {
+            let seq = (row.get::<i64>(checksum::col::ID)? - lo) as u64;
+            let stored = checksum::Stored::check_meta(row)
+                .map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+            if stored.str(checksum::col::UUID)? != Some(uuid) {
+                return Err(checksum::damaged(
+                    conn,
+                    num,
+                    seq,
+                    "the uuid index lists it under another uuid",
+                ));
+            }
+            Ok(seq)
+        },
+    )
 }
 
 /// The envelopes of records `from_seq..=to_seq`.
 pub(crate) fn records_between(
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     from_seq: u64,
     to_seq: u64,
@@ -264,7 +282,7 @@ pub(crate) fn records_between(
 }
 
 /// One record's envelope.
-pub(crate) fn record(conn: &Connection, num: i64, seq: u64) -> Result<Option<Map<String, Value>>> {
+pub(crate) fn record(conn: &Db, num: i64, seq: u64) -> Result<Option<Map<String, Value>>> {
     let page = read_page(conn, num, seq, 1, usize::MAX, Part::Envelope, false)?;
     Ok(match parse_page(&page)?.pop() {
         Some(Value::Object(o)) => Some(o),
@@ -272,34 +290,36 @@ pub(crate) fn record(conn: &Connection, num: i64, seq: u64) -> Result<Option<Map
     })
 }
 
-pub(crate) fn prior_usage(conn: &Connection, key: &str, num: i64) -> Result<Option<Usage>> {
+pub(crate) fn prior_usage(conn: &Db, key: &str, num: i64) -> Result<Option<Usage>> {
     let (lo, hi) = schema::range(num);
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        meta_columns!(),
-        " FROM records WHERE response_key = ?1 AND id BETWEEN ?2 AND ?3 ORDER BY id DESC LIMIT 1"
-    ))?;
-    let mut rows = stmt.query(params![key, lo, hi])?;
-    let Some(row) = rows.next()? else {
-        return Ok(None);
-    };
-    let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
-    let stored =
-        checksum::Stored::check_meta(row).map_err(|why| checksum::damaged(conn, num, seq, &why))?;
-    let g =
-        |i| -> Result<u64> { Ok(stored.int(checksum::col::INPUT_TOKENS + i)?.unwrap_or(0) as u64) };
-    Ok(Some(Usage {
-        input_tokens: g(0)?,
-        output_tokens: g(1)?,
-        cache_read_input_tokens: g(2)?,
-        cache_creation_input_tokens: g(3)?,
-    }))
+    conn.query_row(
+        concat!(
+            "SELECT ",
+            meta_columns!(),
+            " FROM records WHERE response_key = ?1 AND id BETWEEN ?2 AND ?3 ORDER BY id DESC LIMIT 1"
+        ),
+        &args![key, lo, hi],
+        |row| {
+            let seq = (row.get::<i64>(checksum::col::ID)? - lo) as u64;
+            let stored = checksum::Stored::check_meta(row)
+                .map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+            let g = |i| -> Result<u64> {
+                Ok(stored.int(checksum::col::INPUT_TOKENS + i)?.unwrap_or(0) as u64)
+            };
+            Ok(Usage {
+                input_tokens: g(0)?,
+                output_tokens: g(1)?,
+                cache_read_input_tokens: g(2)?,
+                cache_creation_input_tokens: g(3)?,
+            })
+        },
+    )
 }
 
-pub(crate) fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
+pub(crate) fn load_tail(conn: &Db, num: i64) -> Result<Tail> {
     // The last record and the session's record count are compared: both from one snapshot, even
     // while another process appends.
-    if conn.is_autocommit() {
+    if !conn.in_transaction() {
         let tx = Txn::deferred(conn)?;
         let tail = load_tail_in(&tx, num)?;
         tx.commit()?;
@@ -308,30 +328,41 @@ pub(crate) fn load_tail(conn: &Connection, num: i64) -> Result<Tail> {
     load_tail_in(conn, num)
 }
 
-fn load_tail_in(conn: &Connection, num: i64) -> Result<Tail> {
+fn load_tail_in(conn: &Db, num: i64) -> Result<Tail> {
     let (lo, hi) = schema::range(num);
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        meta_columns!(),
-        " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1"
-    ))?;
-    let mut rows = stmt.query([lo, hi])?;
-    let stored_count: Option<i64> = conn
-        .prepare_cached("SELECT records FROM sessions WHERE num = ?1")?
-        .query_row([num], |r| r.get(0))
-        .optional()?;
-    let Some(row) = rows.next()? else {
-        if let Some(n) = stored_count.filter(|&n| n != 0) {
-            return Err(checksum::damaged(
-                conn,
-                num,
-                0,
-                &format!("the session has no records, but its row says {n}"),
-            ));
+    let stored_count: Option<i64> = conn.query_row(
+        "SELECT records FROM sessions WHERE num = ?1",
+        &args![num],
+        |r| r.get(0),
+    )?;
+    let tail = conn.query_row(
+        concat!(
+            "SELECT ",
+            meta_columns!(),
+            " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1"
+        ),
+        &args![lo, hi],
+        |row| tail_of(conn, num, lo, stored_count, row),
+    )?;
+    match tail {
+        Some(t) => Ok(t),
+        None => {
+            if let Some(n) = stored_count.filter(|&n| n != 0) {
+                return Err(checksum::damaged(
+                    conn,
+                    num,
+                    0,
+                    &format!("the session has no records, but its row says {n}"),
+                ));
+            }
+            Ok(Tail::default())
         }
-        return Ok(Tail::default());
-    };
-    let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
+    }
+}
+
+/// The tail a session's last record gives, checked against the count in its row.
+fn tail_of(conn: &Db, num: i64, lo: i64, stored_count: Option<i64>, row: &Row<'_>) -> Result<Tail> {
+    let seq = (row.get::<i64>(checksum::col::ID)? - lo) as u64;
     if let Some(n) = stored_count.filter(|&n| n != seq as i64 + 1) {
         let why = if n > seq as i64 + 1 {
             format!("the session's last records are missing (its row says {n} records, the last stored is seq {seq})")
@@ -361,7 +392,7 @@ fn load_tail_in(conn: &Connection, num: i64) -> Result<Tail> {
 
 /// The state stored with a checked record.
 pub(crate) fn state_of(
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     seq: u64,
     stored: &checksum::Stored<'_>,
@@ -373,7 +404,7 @@ pub(crate) fn state_of(
 /// Calls `f` with each record `from_seq..=to_seq` (read with `meta_columns!()`, its state and
 /// indexed fields checked); every one of them must be there.
 pub(crate) fn each_record(
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     from_seq: u64,
     to_seq: u64,
@@ -382,17 +413,20 @@ pub(crate) fn each_record(
     let (lo, _) = schema::range(num);
     let start = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
     let end = lo.saturating_add(to_seq.min(1 << SEQ_BITS) as i64);
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        meta_columns!(),
-        " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
-    ))?;
-    let mut rows = stmt.query([start, end])?;
     let mut expected = start;
-    while let Some(row) = rows.next()? {
-        let stored = checked(conn, num, lo, &mut expected, row, Check::Meta)?;
-        f((stored.id() - lo) as u64, &stored)?;
-    }
+    conn.each(
+        concat!(
+            "SELECT ",
+            meta_columns!(),
+            " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+        ),
+        &args![start, end],
+        |row| {
+            let stored = checked(conn, num, lo, &mut expected, row, Check::Meta)?;
+            f((stored.id() - lo) as u64, &stored)?;
+            Ok(true)
+        },
+    )?;
     if expected <= end {
         return Err(checksum::damaged(
             conn,
@@ -407,40 +441,39 @@ pub(crate) fn each_record(
 /// Calls `f` with every turn-start record of session `num` and the record before each (whose
 /// state holds the turn that ends there), in order, in one read, each checked.
 pub(crate) fn each_turn_edge(
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     mut f: impl FnMut(u64, &checksum::Stored<'_>) -> Result<()>,
 ) -> Result<()> {
     let (lo, hi) = schema::range(num);
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        meta_columns!(),
-        " FROM records WHERE id IN (
+    conn.each(
+        concat!(
+            "SELECT ",
+            meta_columns!(),
+            " FROM records WHERE id IN (
            SELECT id FROM records WHERE turn_start = 1 AND id BETWEEN ?1 AND ?2
            UNION SELECT id - 1 FROM records WHERE turn_start = 1 AND id BETWEEN ?1 AND ?2)
          ORDER BY id"
-    ))?;
-    let mut rows = stmt.query([lo, hi])?;
-    while let Some(row) = rows.next()? {
-        let seq = (row.get::<_, i64>(checksum::col::ID)? - lo) as u64;
-        let stored = checksum::Stored::check_meta(row)
-            .map_err(|why| checksum::damaged(conn, num, seq, &why))?;
-        f(seq, &stored)?;
-    }
-    Ok(())
+        ),
+        &args![lo, hi],
+        |row| {
+            let seq = (row.get::<i64>(checksum::col::ID)? - lo) as u64;
+            let stored = checksum::Stored::check_meta(row)
+                .map_err(|why| checksum::damaged(conn, num, seq, &why))?;
+            f(seq, &stored)?;
+            Ok(true)
+        },
+    )
 }
 
 /// The seqs of session `num`'s records of type `ty`, in order.
-pub(crate) fn seqs_of_type(conn: &Connection, num: i64, ty: &str) -> Result<Vec<u64>> {
+pub(crate) fn seqs_of_type(conn: &Db, num: i64, ty: &str) -> Result<Vec<u64>> {
     let (lo, hi) = schema::range(num);
-    let mut stmt = conn.prepare_cached(
+    conn.rows(
         "SELECT id FROM records WHERE type = ?1 AND id BETWEEN ?2 AND ?3 ORDER BY id",
-    )?;
-    let ids = stmt
-        .query_map(params![ty, lo, hi], |r| r.get::<_, i64>(0))?
-        .map(|id| id.map(|id| (id - lo) as u64))
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(ids)
+        &args![ty, lo, hi],
+        |r| Ok((r.get::<i64>(0)? - lo) as u64),
+    )
 }
 
 /// When a session was last written, for listing: most recent first is the greatest. The time
@@ -453,7 +486,7 @@ pub(crate) struct Recency {
 }
 
 /// A session's metadata and when it was last written, for sorting.
-pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, Recency)> {
+pub(crate) fn read_info(conn: &Db, num: i64) -> Result<(SessionInfo, Recency)> {
     let tail = load_tail(conn, num)?;
     /// The row's fields that need parsing, as stored.
     struct Raw {
@@ -462,14 +495,13 @@ pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, Rec
         metadata: Option<String>,
         forked: Option<String>,
     }
-    let row = conn
-        .prepare_cached(
-            "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, metadata, forked_from, write_seq
+    let row = conn.query_row(
+        "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, metadata, forked_from, write_seq
              FROM sessions WHERE num = ?1",
-        )?
-        .query_row([num], |r| {
+        &args![num],
+        |r| {
             let created: i64 = r.get(6)?;
-            let updated = r.get::<_, i64>(7)?.max(tail.last_written_ms.unwrap_or(0));
+            let updated = r.get::<i64>(7)?.max(tail.last_written_ms.unwrap_or(0));
             let info = SessionInfo {
                 id: r.get(0)?,
                 project: r.get(1)?,
@@ -495,8 +527,8 @@ pub(crate) fn read_info(conn: &Connection, num: i64) -> Result<(SessionInfo, Rec
                 updated_ms: updated,
             };
             Ok((info, raw, recency))
-        })
-        .optional()?;
+        },
+    )?;
     let Some((mut info, raw, recency)) = row else {
         return Err(Error::NotFound("the session was deleted".into()));
     };
@@ -529,7 +561,7 @@ pub(crate) enum Part {
 }
 
 pub(crate) fn read_page(
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     from_seq: u64,
     limit: u64,
@@ -556,37 +588,61 @@ pub(crate) fn read_page(
     let mut first = true;
     let mut from = start;
     let mut rescan = false;
-    'statements: loop {
-        let mut stmt = conn.prepare_cached(concat!(
-            "SELECT ",
-            content_columns!(),
-            " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
-        ))?;
-        let mut rows = stmt.query([from, end])?;
+    loop {
         let begun = json.len();
         let mut any = false;
-        while let Some(row) = rows.next()? {
-            any = true;
-            let id: i64 = row.get(checksum::col::ID)?;
-            if json.len() >= max_bytes {
+        let mut rows = 0;
+        let mut stop = Stop::Ended;
+        conn.each(
+            concat!(
+                "SELECT ",
+                content_columns!(),
+                " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id LIMIT ?3"
+            ),
+            &args![from, end, STATEMENT_ROWS],
+            |row| {
+                any = true;
+                rows += 1;
+                let id: i64 = row.get(checksum::col::ID)?;
+                if json.len() >= max_bytes {
+                    stop = Stop::PageFull(id);
+                    return Ok(false);
+                }
+                if json.len() - begun >= STATEMENT_BYTES || rows == STATEMENT_ROWS {
+                    stop = Stop::Continue(id);
+                    if json.len() - begun >= STATEMENT_BYTES {
+                        return Ok(false);
+                    }
+                }
+                let stored = checked(conn, num, lo, &mut expected, row, Check::Content)?;
+                if part == Part::Message && !stored.in_messages()? {
+                    return Ok(true);
+                }
+                if !first {
+                    json.push(b',');
+                }
+                first = false;
+                append_stored(&mut json, &stored, part, &mut expander, conn, num, lo)?;
+                Ok(true)
+            },
+        )?;
+        match stop {
+            Stop::PageFull(id) => {
                 next = Some((id - lo) as u64);
-                break 'statements;
+                break;
             }
-            if json.len() - begun >= STATEMENT_BYTES {
-                from = id;
-                continue 'statements;
-            }
-            let stored = checked(conn, num, lo, &mut expected, row, Check::Content)?;
-            if part == Part::Message && !stored.in_messages()? {
+            // The statement stopped at its size (that row is read again) or at its row limit
+            // (that row was read: the next statement starts after it).
+            Stop::Continue(id) if rows == STATEMENT_ROWS && id + 1 == expected => {
+                from = expected;
                 continue;
             }
-            if !first {
-                json.push(b',');
+            Stop::Continue(id) => {
+                from = id;
+                continue;
             }
-            first = false;
-            append_stored(&mut json, &stored, part, &mut expander, conn, num, lo)?;
+            Stop::Ended => {}
         }
-        drop(rows);
         // The scan ended. A damaged b-tree page can end a scan early with no error from SQLite
         // while a seek still finds later records: if the range's last record lies beyond where
         // the scan stopped, scan again from there (records appended meanwhile are read on), and
@@ -622,14 +678,13 @@ pub(crate) fn read_page(
 }
 
 /// The id of the last record stored in `from..=to`, found by a seek (not a scan).
-fn last_id(conn: &Connection, from: i64, to: i64) -> Result<Option<i64>> {
-    Ok(conn
-        // ORDER BY + LIMIT: max() under a WHERE clause would scan the range (see sync_tail).
-        .prepare_cached(
-            "SELECT id FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1",
-        )?
-        .query_row([from, to], |r| r.get(0))
-        .optional()?)
+fn last_id(conn: &Db, from: i64, to: i64) -> Result<Option<i64>> {
+    // ORDER BY + LIMIT: max() under a WHERE clause would scan the range (see sync_tail).
+    conn.query_row(
+        "SELECT id FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1",
+        &args![from, to],
+        |r| r.get(0),
+    )
 }
 
 /// Appends a checked record of `read_page` to the JSON array being built.
@@ -638,7 +693,7 @@ fn append_stored(
     stored: &checksum::Stored,
     part: Part,
     expander: &mut Expander,
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     lo: i64,
 ) -> Result<()> {
@@ -690,11 +745,11 @@ enum Check {
 /// Checks a row (its checksums, as `check` says), and that it is the record expected next (no
 /// seq between is missing).
 fn checked<'r>(
-    conn: &Connection,
+    conn: &Db,
     num: i64,
     lo: i64,
     expected: &mut i64,
-    row: &'r rusqlite::Row<'_>,
+    row: &Row<'r>,
     check: Check,
 ) -> Result<checksum::Stored<'r>> {
     let id: i64 = row.get(checksum::col::ID)?;
@@ -717,7 +772,7 @@ fn checked<'r>(
 }
 
 /// A STORE_CORRUPT error found while reading record `seq` (a damaged blob), naming the record.
-fn in_record(conn: &Connection, num: i64, seq: u64, e: Error) -> Error {
+fn in_record(conn: &Db, num: i64, seq: u64, e: Error) -> Error {
     match e {
         Error::StoreCorrupt(m) => checksum::damaged(conn, num, seq, &m),
         other => other,

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 
 use crate::error::Result;
 use crate::model::fields::{self, Field};
+use crate::storage::db::Db;
 use crate::storage::schema::SEQ_BITS;
 
 pub(crate) use crate::storage::schema::CREATE_SEARCH as CREATE;
@@ -65,7 +66,11 @@ fn add(conn: &Connection, id: i64, message: &Value) -> Result<()> {
 }
 
 /// Removes the rows of session `num` (its records' ids are one range).
-pub(crate) fn delete_session(conn: &Connection, num: i64) -> Result<()> {
+pub(crate) fn delete_session(conn: &Db, num: i64) -> Result<()> {
+    // PostgreSQL stores have no search index yet.
+    let Db::Sqlite(conn) = conn else {
+        return Ok(());
+    };
     let (lo, hi) = crate::storage::schema::range(num);
     match conn.execute("DELETE FROM search WHERE rowid BETWEEN ?1 AND ?2", [lo, hi]) {
         Ok(_) => Ok(()),
@@ -118,10 +123,11 @@ pub(crate) fn pending(conn: &Connection) -> Result<bool> {
 
 /// Indexes every record committed and not indexed yet, `BATCH` records a write transaction (so
 /// that the appends of other processes wait for one batch at most).
-pub(crate) fn catch_up(conn: &Connection) -> Result<()> {
-    while pending(conn)? {
-        let tx = crate::storage::txn::Txn::immediate(conn)?;
-        let exists = tx
+pub(crate) fn catch_up(db: &Db) -> Result<()> {
+    while pending(db.sqlite()?)? {
+        let tx = crate::storage::txn::Txn::immediate(db)?;
+        let conn = tx.sqlite()?;
+        let exists = conn
             .query_row(
                 "SELECT 1 FROM sqlite_master WHERE name = 'search'",
                 [],
@@ -130,10 +136,10 @@ pub(crate) fn catch_up(conn: &Connection) -> Result<()> {
             .optional()?
             .is_some();
         if !exists {
-            reset(&tx)?;
+            reset(conn)?;
         }
         // Read again under the write lock: another process may have indexed it meanwhile.
-        let next: Option<(i64, u64, u64)> = tx
+        let next: Option<(i64, u64, u64)> = conn
             .query_row(
                 "SELECT num, indexed, records FROM sessions WHERE indexed < records ORDER BY num LIMIT 1",
                 [],
@@ -150,12 +156,12 @@ pub(crate) fn catch_up(conn: &Connection) -> Result<()> {
                 }
                 let seq = env.get("seq").and_then(Value::as_u64).unwrap_or(from);
                 add(
-                    &tx,
+                    conn,
                     lo + seq as i64,
                     env.get("message").unwrap_or(&Value::Null),
                 )?;
             }
-            tx.execute(
+            conn.execute(
                 "UPDATE sessions SET indexed = ?1 WHERE num = ?2",
                 rusqlite::params![to as i64, num],
             )?;

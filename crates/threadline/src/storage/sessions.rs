@@ -1,100 +1,99 @@
 //! The sessions table: one row per session (its id, project, title, status, options and
 //! counters). Reads and writes of single columns that the session layer needs.
 
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::options::{SessionOptions, Status};
+use crate::storage::db::{args, Db};
 use crate::storage::write_order;
 use crate::storage::{blob, journal, schema, search_index};
 
 /// The context window the session was made with, if any.
-pub(crate) fn context_window(conn: &Connection, num: i64) -> Result<Option<u64>> {
+pub(crate) fn context_window(conn: &Db, num: i64) -> Result<Option<u64>> {
     let window: Option<i64> = conn
-        .prepare_cached("SELECT context_window FROM sessions WHERE num = ?1")?
-        .query_row([num], |r| r.get(0))?;
+        .query_row(
+            "SELECT context_window FROM sessions WHERE num = ?1",
+            &args![num],
+            |r| r.get(0),
+        )?
+        .ok_or_else(|| no_row(num))?;
     Ok(window.map(|w| w as u64))
 }
 
 /// Sets the status (in the caller's write transaction), as a write of the session.
-pub(crate) fn set_status(conn: &Connection, num: i64, status: Status, now_ms: i64) -> Result<()> {
+pub(crate) fn set_status(conn: &Db, num: i64, status: Status, now_ms: i64) -> Result<()> {
     conn.execute(
         "UPDATE sessions SET status = ?1, updated_ms = ?2 WHERE num = ?3",
-        params![status.as_str(), now_ms, num],
+        &args![status.as_str(), now_ms, num],
     )?;
     write_order::touch(conn, num)
 }
 
 /// The id of session `num`.
-pub(crate) fn id_of(conn: &Connection, num: i64) -> Result<String> {
-    Ok(
-        conn.query_row("SELECT id FROM sessions WHERE num = ?1", [num], |r| {
-            r.get(0)
-        })?,
-    )
+pub(crate) fn id_of(conn: &Db, num: i64) -> Result<String> {
+    conn.query_row("SELECT id FROM sessions WHERE num = ?1", &args![num], |r| {
+        r.get(0)
+    })?
+    .ok_or_else(|| no_row(num))
 }
 
 /// The row number of session `id`.
-pub(crate) fn num_of(conn: &Connection, id: &str) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached("SELECT num FROM sessions WHERE id = ?1")?
-        .query_row([id], |r| r.get(0))
-        .optional()?)
+pub(crate) fn num_of(conn: &Db, id: &str) -> Result<Option<i64>> {
+    conn.query_row("SELECT num FROM sessions WHERE id = ?1", &args![id], |r| {
+        r.get(0)
+    })
 }
 
 /// The row number and prompt key of session `id`.
-pub(crate) fn num_and_prompt_key(
-    conn: &Connection,
-    id: &str,
-) -> Result<Option<(i64, Option<String>)>> {
-    Ok(conn
-        .prepare_cached("SELECT num, prompt_key FROM sessions WHERE id = ?1")?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?)
+pub(crate) fn num_and_prompt_key(conn: &Db, id: &str) -> Result<Option<(i64, Option<String>)>> {
+    conn.query_row(
+        "SELECT num, prompt_key FROM sessions WHERE id = ?1",
+        &args![id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 /// Inserts a new session's row (in the caller's write transaction); returns its number.
-pub(crate) fn insert(conn: &Connection, id: &str, o: &SessionOptions, now_ms: i64) -> Result<i64> {
+pub(crate) fn insert(conn: &Db, id: &str, o: &SessionOptions, now_ms: i64) -> Result<i64> {
     let metadata = o
         .metadata
         .as_ref()
         .map(|m| serde_json::Value::Object(m.clone()).to_string());
-    conn.execute(
-        "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6, ?7, ?8, ?9)",
-        params![id, o.project, o.title, o.provider, o.model, now_ms, o.context_window.map(|w| w as i64), o.prompt_key, metadata],
-    )?;
-    let num = conn.last_insert_rowid();
+    let num = conn
+        .query_row(
+            "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6, ?7, ?8, ?9) RETURNING num",
+            &args![id, o.project, o.title, o.provider, o.model, now_ms, o.context_window.map(|w| w as i64), o.prompt_key, metadata],
+            |r| r.get(0),
+        )?
+        .ok_or_else(|| no_row(0))?;
     write_order::touch(conn, num)?;
     Ok(num)
 }
 
 /// The numbers of the sessions of `project` (any, if None) with `status` (any, if None).
-pub(crate) fn nums(
-    conn: &Connection,
-    project: Option<&str>,
-    status: Option<Status>,
-) -> Result<Vec<i64>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT num FROM sessions WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL OR status = ?2)",
-    )?;
-    let nums = stmt
-        .query_map(params![project, status.map(Status::as_str)], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(nums)
+pub(crate) fn nums(conn: &Db, project: Option<&str>, status: Option<Status>) -> Result<Vec<i64>> {
+    conn.rows(
+        "SELECT num FROM sessions WHERE (CAST(?1 AS TEXT) IS NULL OR project = ?1) AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)",
+        &args![project, status.map(Status::as_str)],
+        |r| r.get(0),
+    )
 }
 
 /// Deletes session `num` whole (in the caller's write transaction): its records, blob
 /// references, row, journal and search rows, then the blobs no record refers to any more.
-pub(crate) fn delete(conn: &Connection, num: i64) -> Result<()> {
+pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
     let (lo, hi) = schema::range(num);
-    conn.execute("DELETE FROM records WHERE id BETWEEN ?1 AND ?2", [lo, hi])?;
+    conn.execute(
+        "DELETE FROM records WHERE id BETWEEN ?1 AND ?2",
+        &args![lo, hi],
+    )?;
     conn.execute(
         "DELETE FROM blob_refs WHERE record BETWEEN ?1 AND ?2",
-        [lo, hi],
+        &args![lo, hi],
     )?;
-    conn.execute("DELETE FROM sessions WHERE num = ?1", [num])?;
+    conn.execute("DELETE FROM sessions WHERE num = ?1", &args![num])?;
     journal::delete_session(conn, num)?;
     search_index::delete_session(conn, num)?;
     blob::collect_garbage(conn)
@@ -118,11 +117,11 @@ pub(crate) struct Row {
     pub forked_from: Option<String>,
 }
 
-pub(crate) fn read_row(conn: &rusqlite::Connection, num: i64) -> Result<Row> {
-    Ok(conn.query_row(
+pub(crate) fn read_row(conn: &Db, num: i64) -> Result<Row> {
+    conn.query_row(
         "SELECT id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from
          FROM sessions WHERE num = ?1",
-        [num],
+        &args![num],
         |r| {
             Ok(Row {
                 id: r.get(0)?,
@@ -139,50 +138,56 @@ pub(crate) fn read_row(conn: &rusqlite::Connection, num: i64) -> Result<Row> {
                 forked_from: r.get(11)?,
             })
         },
-    )?)
+    )?
+    .ok_or_else(|| no_row(num))
 }
 
 /// Inserts a session's row as given (an imported snapshot); returns its number.
-pub(crate) fn insert_row(conn: &Connection, r: &Row) -> Result<i64> {
-    conn.execute(
+pub(crate) fn insert_row(conn: &Db, r: &Row) -> Result<i64> {
+    conn.query_row(
         "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        params![r.id, r.project, r.title, r.provider, r.model, r.status, r.created_ms, r.updated_ms,
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING num",
+        &args![r.id, r.project, r.title, r.provider, r.model, r.status, r.created_ms, r.updated_ms,
             r.context_window, r.prompt_key, r.metadata, r.forked_from],
-    )?;
-    Ok(conn.last_insert_rowid())
+        |r| r.get(0),
+    )?
+    .ok_or_else(|| no_row(0))
 }
 
 /// Inserts the row of a fork of session `source`: its settings, a new id, `title` if given,
 /// and where it was forked from. Returns its number.
 pub(crate) fn insert_fork(
-    conn: &Connection,
+    conn: &Db,
     source: i64,
     id: &str,
     title: Option<&str>,
     forked_from: &str,
     now_ms: i64,
 ) -> Result<i64> {
-    conn.execute(
+    conn.query_row(
         "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from)
          SELECT ?1, project, coalesce(?2, title), provider, model, 'active', ?3, ?3, context_window, prompt_key, metadata, ?4
-         FROM sessions WHERE num = ?5",
-        params![id, title, now_ms, forked_from, source],
-    )?;
-    Ok(conn.last_insert_rowid())
+         FROM sessions WHERE num = ?5 RETURNING num",
+        &args![id, title, now_ms, forked_from, source],
+        |r| r.get(0),
+    )?
+    .ok_or_else(|| no_row(source))
 }
 
 /// Sets the time session `num` was last written to `updated_ms`, and no record later than it:
 /// an imported session keeps the time of its origin, not of the import.
-pub(crate) fn backdate(conn: &Connection, num: i64, updated_ms: i64) -> Result<()> {
+pub(crate) fn backdate(conn: &Db, num: i64, updated_ms: i64) -> Result<()> {
     let (lo, hi) = schema::range(num);
     conn.execute(
-        "UPDATE records SET written_ms = min(written_ms, ?1) WHERE id BETWEEN ?2 AND ?3",
-        [updated_ms, lo, hi],
+        conn.pick(
+            "UPDATE records SET written_ms = min(written_ms, ?1) WHERE id BETWEEN ?2 AND ?3",
+            "UPDATE records SET written_ms = least(written_ms, ?1) WHERE id BETWEEN ?2 AND ?3",
+        ),
+        &args![updated_ms, lo, hi],
     )?;
     conn.execute(
         "UPDATE sessions SET updated_ms = ?1 WHERE num = ?2",
-        [updated_ms, num],
+        &args![updated_ms, num],
     )?;
     Ok(())
 }
@@ -222,10 +227,13 @@ impl Row {
 }
 
 /// (number, id) of every session, in order of number.
-pub(crate) fn all(conn: &Connection) -> Result<Vec<(i64, String)>> {
-    let mut stmt = conn.prepare("SELECT num, id FROM sessions ORDER BY num")?;
-    let list = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(list)
+pub(crate) fn all(conn: &Db) -> Result<Vec<(i64, String)>> {
+    conn.rows("SELECT num, id FROM sessions ORDER BY num", &[], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
+}
+
+/// A session row that a read expected and did not find (deleted meanwhile, or damage).
+fn no_row(num: i64) -> Error {
+    Error::NotFound(format!("no session row {num}"))
 }

@@ -6,13 +6,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rusqlite::Connection;
-
 use crate::error::{Error, Result};
 use crate::model::clock;
 use crate::model::options::StoreOptions;
+use crate::storage::db::Db;
 use crate::storage::open_file::{self, OpenFile};
-use crate::storage::owner;
+use crate::storage::ownership;
 
 /// The connection and settings that a store and all its sessions share.
 pub(crate) struct Shared {
@@ -58,13 +57,13 @@ impl Shared {
             return Ok(());
         }
         for num in std::mem::take(&mut *self.owned()).into_keys() {
-            let _ = owner::release(&guard, num);
+            let _ = ownership::release(&guard, num);
         }
         open_file::release(&self.file, &mut guard)
     }
 
     /// The open connection, or CLOSED.
-    pub fn lock(&self) -> Result<MutexGuard<'_, Connection>> {
+    pub fn lock(&self) -> Result<MutexGuard<'_, Db>> {
         let guard = self.file.conn.lock().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("the store is closed".into()));
@@ -75,13 +74,13 @@ impl Shared {
     /// Before a write, inside its transaction: holds the session for this process (SESSION_LOCKED
     /// if another live process does), refreshing the heartbeat at most every HEARTBEAT_MS.
     /// Returns the heartbeat to remember once the transaction commits.
-    pub fn claim(&self, conn: &Connection, num: i64, id: &str) -> Result<Option<i64>> {
+    pub fn claim(&self, conn: &Db, num: i64, id: &str) -> Result<Option<i64>> {
         let now = clock::now_ms();
         let last = self.owned().get(&num).copied();
-        if last.is_some_and(|t| now - t < owner::HEARTBEAT_MS) {
+        if last.is_some_and(|t| now - t < ownership::HEARTBEAT_MS) {
             return Ok(None);
         }
-        owner::claim(conn, num, id, now).map(Some)
+        ownership::claim(conn, num, id, now).map(Some)
     }
 
     pub fn claimed(&self, num: i64, heartbeat: Option<i64>) {
@@ -97,7 +96,7 @@ impl Shared {
         }
         if let Ok(conn) = self.lock() {
             // Best effort: an owner that is gone is detected anyway.
-            let _ = owner::release(&conn, num);
+            let _ = ownership::release(&conn, num);
         }
     }
 

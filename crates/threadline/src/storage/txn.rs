@@ -3,46 +3,52 @@
 
 use std::ops::Deref;
 
-use rusqlite::Connection;
-
 use crate::error::Result;
+use crate::storage::db::Db;
 
-/// A `BEGIN IMMEDIATE` transaction, rolled back on drop unless committed.
-pub struct Txn<'c> {
-    conn: &'c Connection,
+/// A write transaction (`BEGIN IMMEDIATE` on SQLite), rolled back on drop unless committed.
+pub(crate) struct Txn<'c> {
+    conn: &'c Db,
     done: bool,
 }
 
 impl<'c> Txn<'c> {
-    pub fn immediate(conn: &'c Connection) -> Result<Txn<'c>> {
-        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    pub fn immediate(conn: &'c Db) -> Result<Txn<'c>> {
+        conn.transaction_control(conn.pick("BEGIN IMMEDIATE", "BEGIN"), true)?;
         Ok(Txn { conn, done: false })
     }
 
     /// A read transaction: one consistent view of the store until it is dropped.
-    pub fn deferred(conn: &'c Connection) -> Result<Txn<'c>> {
-        conn.prepare_cached("BEGIN")?.execute([])?;
+    pub fn deferred(conn: &'c Db) -> Result<Txn<'c>> {
+        conn.transaction_control(
+            conn.pick("BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
+            true,
+        )?;
         Ok(Txn { conn, done: false })
     }
 
     pub fn commit(mut self) -> Result<()> {
-        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        self.conn.transaction_control("COMMIT", false)?;
         self.done = true;
         Ok(())
     }
 }
 
 impl Deref for Txn<'_> {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
+    type Target = Db;
+    fn deref(&self) -> &Db {
         self.conn
     }
 }
 
 impl Drop for Txn<'_> {
     fn drop(&mut self) {
-        if !self.done && !self.conn.is_autocommit() {
-            let _ = self.conn.execute_batch("ROLLBACK");
+        if self.done {
+            return;
+        }
+        // SQLite may have rolled back already (some errors end the transaction).
+        if self.conn.in_transaction() {
+            let _ = self.conn.transaction_control("ROLLBACK", false);
         }
     }
 }

@@ -13,7 +13,10 @@ use crate::model::options::{SessionFilter, SessionInfo, SessionOptions, StoreOpt
 use crate::session::Session;
 use crate::storage::checkpoint;
 use crate::storage::connection;
-use crate::storage::owner;
+use crate::storage::db::Db;
+use crate::storage::open_file::OpenFile;
+use crate::storage::ownership;
+use crate::storage::postgres;
 use crate::storage::sessions;
 pub(crate) use crate::storage::shared::Shared;
 
@@ -42,15 +45,16 @@ impl Store {
             Some(p) => (p.to_string(), false),
             None => (default_store_path().to_string_lossy().into_owned(), true),
         };
-        if crate::storage::postgres::is_url(&path) {
-            crate::storage::postgres::PgUrl::parse(&path)?;
-            return Err(Error::InvalidInput(
-                "path: PostgreSQL stores are not available in this version yet; this URL is well formed"
-                    .into(),
-            ));
-        }
-        let open = connection::open(&path, &options, make_dirs)
-            .map_err(|e| e.during(&format!("open {path}")))?;
+        let (open, path) = if postgres::is_url(&path) {
+            let shown = postgres::PgUrl::redacted(&path);
+            let db =
+                postgres::open(&path, &options).map_err(|e| e.during(&format!("open {shown}")))?;
+            (OpenFile::postgres(db), shown)
+        } else {
+            let open = connection::open(&path, &options, make_dirs)
+                .map_err(|e| e.during(&format!("open {path}")))?;
+            (open, path)
+        };
         let shared = Shared::new(open, path, options);
         Ok(Store {
             shared: Arc::new(shared),
@@ -151,7 +155,7 @@ impl Store {
         let run = || -> Result<Vec<SessionInfo>> {
             let conn = self.shared.lock()?;
             let mut out = Vec::new();
-            for num in owner::interrupted(&conn, clock::now_ms())? {
+            for num in ownership::interrupted(&conn, clock::now_ms())? {
                 out.push(crate::storage::records::read_info(&conn, num)?);
             }
             out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.id.cmp(&a.0.id)));
@@ -170,10 +174,12 @@ impl Store {
             let Some(num) = num else {
                 return Err(Error::NotFound(format!("no session '{id}'")));
             };
-            owner::check_free(&tx, num, id, clock::now_ms())?;
+            ownership::check_free(&tx, num, id, clock::now_ms())?;
             sessions::delete(&tx, num)?;
             tx.commit()?;
-            checkpoint::truncate_now(&conn);
+            if let Db::Sqlite(c) = &*conn {
+                checkpoint::truncate_now(c);
+            }
             Ok(())
         };
         run().map_err(|e| e.during("deleteSession"))

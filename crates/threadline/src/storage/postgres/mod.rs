@@ -42,7 +42,23 @@ pub(crate) fn connect(url: &PgUrl, options: &StoreOptions) -> Result<Client> {
         ))
         .map_err(error::mapped)?;
     schema::prepare(&mut client, &url.schema, options.readonly)?;
+    // The storage layer's statements name tables without their schema.
+    client
+        .batch_execute(&format!("SET search_path TO {}", url.quoted_schema()))
+        .map_err(error::mapped)?;
     Ok(client)
+}
+
+/// Opens the store a `postgres://` URL names: its connection, as the storage layer uses it.
+pub(crate) fn open(text: &str, options: &StoreOptions) -> Result<crate::storage::db::Db> {
+    let url = PgUrl::parse(text)?;
+    let client = connect(&url, options)?;
+    let schema = url.schema.clone();
+    let options = options.clone();
+    let reconnect = Box::new(move || connect(&url, &options));
+    Ok(crate::storage::db::Db::Postgres(Box::new(
+        crate::storage::db::Pg::new(client, schema, reconnect),
+    )))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
+#[derive(Clone)]
 pub(crate) struct PgUrl {
     pub config: postgres::Config,
     pub schema: String,
@@ -49,6 +50,17 @@ impl PgUrl {
         let config = postgres::Config::from_str(url.as_str())
             .map_err(|e| bad(format!("not a valid PostgreSQL URL: {e}")))?;
         Ok(PgUrl { config, schema })
+    }
+
+    /// The URL as a store shows it (`store.path`): without its password.
+    pub fn redacted(text: &str) -> String {
+        match ::url::Url::parse(text) {
+            Ok(mut u) if u.password().is_some() => {
+                let _ = u.set_password(Some("***"));
+                u.to_string()
+            }
+            _ => text.to_string(),
+        }
     }
 
     /// The schema, quoted for SQL.

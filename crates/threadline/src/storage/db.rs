@@ -1,0 +1,493 @@
+//! One handle on a store's database, whichever engine holds it: the storage modules write their
+//! statements once (SQLite's `?N` placeholders, SQL both engines read) and run them here. Values
+//! cross as SQLite's `ValueRef` on both engines, so a PostgreSQL row gives the checksummed
+//! columns the same typed values, and the same checksums, as the SQLite file.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use bytes::BytesMut;
+use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::storage::postgres::error::mapped;
+
+/// A store's connection: the SQLite file's, or a PostgreSQL client.
+pub(crate) enum Db {
+    Sqlite(Connection),
+    Postgres(Box<Pg>),
+}
+
+/// A PostgreSQL client with its prepared statements (by their SQLite text).
+pub(crate) struct Pg {
+    client: RefCell<postgres::Client>,
+    statements: RefCell<HashMap<&'static str, postgres::Statement>>,
+    /// whether a transaction is open (begun by `Txn`)
+    in_txn: Cell<bool>,
+    /// the schema the URL names (the client's search_path)
+    pub schema: String,
+    /// a new connection like the first, for when the server dropped this one
+    reconnect: Reconnect,
+}
+
+/// Makes a new connection to the store's server, set up as the first one was.
+pub(crate) type Reconnect = Box<dyn Fn() -> Result<postgres::Client> + Send>;
+
+impl Pg {
+    pub fn new(client: postgres::Client, schema: String, reconnect: Reconnect) -> Pg {
+        Pg {
+            reconnect,
+            client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
+            in_txn: Cell::new(false),
+            schema,
+        }
+    }
+
+    /// Closes the connection (a Terminate message to the server).
+    pub fn close(self) -> Result<()> {
+        self.client.into_inner().close().map_err(mapped)
+    }
+
+    /// The client, for what is written for PostgreSQL only (the lease, the schema).
+    pub fn client(&self) -> Result<std::cell::RefMut<'_, postgres::Client>> {
+        self.live()?;
+        Ok(self.client.borrow_mut())
+    }
+
+    /// A connection the server closed (a restart, a network failure) is made anew before the
+    /// next statement, unless a transaction was open on it: that one is lost, and the caller's
+    /// operation fails with STORE_IO (a retry with the same uuid is stored once).
+    fn live(&self) -> Result<()> {
+        if !self.client.borrow().is_closed() {
+            return Ok(());
+        }
+        if self.in_txn.get() {
+            return Err(Error::StoreIo(
+                "the connection to the PostgreSQL server was lost during the transaction".into(),
+            ));
+        }
+        let fresh = (self.reconnect)()?;
+        *self.client.borrow_mut() = fresh;
+        self.statements.borrow_mut().clear();
+        Ok(())
+    }
+
+    fn statement(&self, sql: &'static str) -> Result<postgres::Statement> {
+        self.live()?;
+        if let Some(s) = self.statements.borrow().get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self
+            .client
+            .borrow_mut()
+            .prepare(&placeholders(sql))
+            .map_err(mapped)?;
+        self.statements.borrow_mut().insert(sql, s.clone());
+        Ok(s)
+    }
+
+    fn query(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<Vec<postgres::Row>> {
+        self.again_if_dropped(|| {
+            let stmt = self.statement(sql)?;
+            let args: Vec<PgArg<'_>> = params.iter().map(|v| PgArg(*v)).collect();
+            let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
+            self.client.borrow_mut().query(&stmt, &refs).map_err(mapped)
+        })
+    }
+
+    fn execute(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<usize> {
+        self.again_if_dropped(|| {
+            let stmt = self.statement(sql)?;
+            let args: Vec<PgArg<'_>> = params.iter().map(|v| PgArg(*v)).collect();
+            let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
+            let n = self
+                .client
+                .borrow_mut()
+                .execute(&stmt, &refs)
+                .map_err(mapped)?;
+            Ok(n as usize)
+        })
+    }
+
+    /// Runs `f` once more, on a new connection, when it failed because the server dropped the
+    /// connection outside a transaction: a restart between two appends costs the next call
+    /// nothing. Inside a transaction (a COMMIT among them) the failure is the caller's.
+    fn again_if_dropped<T>(&self, f: impl Fn() -> Result<T>) -> Result<T> {
+        match f() {
+            Err(_) if !self.in_txn.get() && self.client.borrow().is_closed() => f(),
+            r => r,
+        }
+    }
+}
+
+/// A row of a result, from either engine.
+pub(crate) enum Row<'r> {
+    Sqlite(&'r rusqlite::Row<'r>),
+    Postgres(&'r postgres::Row),
+}
+
+impl<'r> Row<'r> {
+    /// Column `i` as SQLite would type it.
+    pub fn get_ref(&self, i: usize) -> Result<ValueRef<'r>> {
+        match *self {
+            Row::Sqlite(r) => Ok(r.get_ref(i)?),
+            Row::Postgres(r) => pg_value(r, i),
+        }
+    }
+
+    pub fn get<T: FromValue>(&self, i: usize) -> Result<T> {
+        T::from_value(self.get_ref(i)?).ok_or_else(|| {
+            Error::StoreCorrupt(format!("column {i} holds a value of the wrong type"))
+        })
+    }
+}
+
+fn pg_value<'r>(r: &'r postgres::Row, i: usize) -> Result<ValueRef<'r>> {
+    let ty = r
+        .columns()
+        .get(i)
+        .ok_or_else(|| Error::StoreCorrupt(format!("no column {i}")))?
+        .type_()
+        .clone();
+    let v = match ty {
+        Type::INT8 => r
+            .try_get::<_, Option<i64>>(i)
+            .map(|v| v.map(ValueRef::Integer)),
+        Type::INT4 => r
+            .try_get::<_, Option<i32>>(i)
+            .map(|v| v.map(|v| ValueRef::Integer(v.into()))),
+        Type::INT2 => r
+            .try_get::<_, Option<i16>>(i)
+            .map(|v| v.map(|v| ValueRef::Integer(v.into()))),
+        Type::BOOL => r
+            .try_get::<_, Option<bool>>(i)
+            .map(|v| v.map(|v| ValueRef::Integer(v.into()))),
+        Type::FLOAT8 => r
+            .try_get::<_, Option<f64>>(i)
+            .map(|v| v.map(ValueRef::Real)),
+        Type::FLOAT4 => r
+            .try_get::<_, Option<f32>>(i)
+            .map(|v| v.map(|v| ValueRef::Real(v.into()))),
+        Type::BYTEA => r
+            .try_get::<_, Option<&[u8]>>(i)
+            .map(|v| v.map(ValueRef::Blob)),
+        Type::TEXT | Type::VARCHAR | Type::NAME | Type::BPCHAR => r
+            .try_get::<_, Option<&str>>(i)
+            .map(|v| v.map(|s| ValueRef::Text(s.as_bytes()))),
+        other => {
+            return Err(Error::StoreCorrupt(format!(
+                "column {i} has type {other}, which the store does not use"
+            )))
+        }
+    };
+    Ok(v.map_err(mapped)?.unwrap_or(ValueRef::Null))
+}
+
+/// A value read from a column.
+pub(crate) trait FromValue: Sized {
+    fn from_value(v: ValueRef<'_>) -> Option<Self>;
+}
+
+impl FromValue for i64 {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Integer(i) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for f64 {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Real(f) => Some(f),
+            ValueRef::Integer(i) => Some(i as f64),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for String {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Text(t) => String::from_utf8(t.to_vec()).ok(),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for Vec<u8> {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Blob(b) | ValueRef::Text(b) => Some(b.to_vec()),
+            _ => None,
+        }
+    }
+}
+
+impl<T: FromValue> FromValue for Option<T> {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Null => Some(None),
+            v => T::from_value(v).map(Some),
+        }
+    }
+}
+
+/// A statement parameter.
+pub(crate) trait Arg {
+    fn arg(&self) -> ValueRef<'_>;
+}
+
+impl Arg for i64 {
+    fn arg(&self) -> ValueRef<'_> {
+        ValueRef::Integer(*self)
+    }
+}
+
+impl Arg for bool {
+    fn arg(&self) -> ValueRef<'_> {
+        ValueRef::Integer(*self as i64)
+    }
+}
+
+impl Arg for f64 {
+    fn arg(&self) -> ValueRef<'_> {
+        ValueRef::Real(*self)
+    }
+}
+
+impl Arg for str {
+    fn arg(&self) -> ValueRef<'_> {
+        ValueRef::Text(self.as_bytes())
+    }
+}
+
+impl Arg for String {
+    fn arg(&self) -> ValueRef<'_> {
+        ValueRef::Text(self.as_bytes())
+    }
+}
+
+impl Arg for [u8] {
+    fn arg(&self) -> ValueRef<'_> {
+        ValueRef::Blob(self)
+    }
+}
+
+impl Arg for Vec<u8> {
+    fn arg(&self) -> ValueRef<'_> {
+        ValueRef::Blob(self)
+    }
+}
+
+impl Arg for ValueRef<'_> {
+    fn arg(&self) -> ValueRef<'_> {
+        *self
+    }
+}
+
+impl<T: Arg> Arg for Option<T> {
+    fn arg(&self) -> ValueRef<'_> {
+        self.as_ref().map_or(ValueRef::Null, Arg::arg)
+    }
+}
+
+impl<T: Arg + ?Sized> Arg for &T {
+    fn arg(&self) -> ValueRef<'_> {
+        (**self).arg()
+    }
+}
+
+/// Statement parameters: `args![a, b]`.
+macro_rules! args {
+    ($($x:expr),* $(,)?) => {
+        [$($crate::storage::db::Arg::arg(&$x)),*]
+    };
+}
+pub(crate) use args;
+
+impl Db {
+    /// `sqlite` on SQLite, `postgres` on PostgreSQL: for the few statements the engines spell
+    /// differently.
+    pub fn pick(&self, sqlite: &'static str, postgres: &'static str) -> &'static str {
+        match self {
+            Db::Sqlite(_) => sqlite,
+            Db::Postgres(_) => postgres,
+        }
+    }
+
+    /// Whether a transaction is open on this connection.
+    pub fn in_transaction(&self) -> bool {
+        match self {
+            Db::Sqlite(c) => !c.is_autocommit(),
+            Db::Postgres(p) => p.in_txn.get(),
+        }
+    }
+
+    /// Runs a statement that begins (`open`) or ends a transaction.
+    pub(crate) fn transaction_control(&self, sql: &'static str, open: bool) -> Result<()> {
+        let done = self.execute(sql, &[]).map(|_| ());
+        if let Db::Postgres(p) = self {
+            // BEGIN opens one only if it ran; COMMIT and ROLLBACK end it either way. (Set
+            // after the statement: a COMMIT whose connection dropped is never run again.)
+            p.in_txn.set(open && done.is_ok());
+        }
+        done
+    }
+
+    /// The SQLite connection, for what only the file has (pages, checkpoints, its FTS index).
+    pub fn sqlite(&self) -> Result<&Connection> {
+        match self {
+            Db::Sqlite(c) => Ok(c),
+            Db::Postgres(_) => Err(Error::InvalidInput(
+                "this operation is not available on PostgreSQL stores yet".into(),
+            )),
+        }
+    }
+
+    pub fn execute(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<usize> {
+        match self {
+            Db::Sqlite(c) => Ok(c.prepare_cached(sql)?.execute(sqlite_params(params))?),
+            Db::Postgres(p) => p.execute(sql, params),
+        }
+    }
+
+    /// The first row's `f`, or None when there is no row.
+    pub fn query_row<T>(
+        &self,
+        sql: &'static str,
+        params: &[ValueRef<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match self {
+            Db::Sqlite(c) => {
+                let mut stmt = c.prepare_cached(sql)?;
+                let mut rows = stmt.query(sqlite_params(params))?;
+                match rows.next()? {
+                    Some(r) => f(&Row::Sqlite(r)).map(Some),
+                    None => Ok(None),
+                }
+            }
+            Db::Postgres(p) => match p.query(sql, params)?.first() {
+                Some(r) => f(&Row::Postgres(r)).map(Some),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Calls `f` on each row until it returns false.
+    pub fn each(
+        &self,
+        sql: &'static str,
+        params: &[ValueRef<'_>],
+        mut f: impl FnMut(&Row<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        match self {
+            Db::Sqlite(c) => {
+                let mut stmt = c.prepare_cached(sql)?;
+                let mut rows = stmt.query(sqlite_params(params))?;
+                while let Some(r) = rows.next()? {
+                    if !f(&Row::Sqlite(r))? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            // Fetched whole before `f` runs: `f` may use the client (blobs of a record).
+            Db::Postgres(p) => {
+                for r in &p.query(sql, params)? {
+                    if !f(&Row::Postgres(r))? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Every row's `f`.
+    pub fn rows<T>(
+        &self,
+        sql: &'static str,
+        params: &[ValueRef<'_>],
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.each(sql, params, |r| {
+            out.push(f(r)?);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
+
+fn sqlite_params<'a>(params: &'a [ValueRef<'a>]) -> impl rusqlite::Params + 'a {
+    rusqlite::params_from_iter(params.iter().map(|v| ToSqlOutput::Borrowed(*v)))
+}
+
+/// SQLite's `?N` placeholders as PostgreSQL's `$N` (outside quoted text).
+fn placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quoted = false;
+    for c in sql.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '?' if !quoted => out.push('$'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A value bound to a PostgreSQL parameter, converted to the type the server expects there.
+#[derive(Debug)]
+struct PgArg<'a>(ValueRef<'a>);
+
+impl ToSql for PgArg<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self.0 {
+            ValueRef::Null => Ok(IsNull::Yes),
+            ValueRef::Integer(i) => match *ty {
+                Type::INT2 => i16::try_from(i)?.to_sql(ty, out),
+                Type::INT4 => i32::try_from(i)?.to_sql(ty, out),
+                Type::BOOL => (i != 0).to_sql(ty, out),
+                Type::FLOAT8 => (i as f64).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => i.to_string().to_sql(ty, out),
+                _ => i.to_sql(ty, out),
+            },
+            ValueRef::Real(f) => f.to_sql(ty, out),
+            ValueRef::Text(t) => std::str::from_utf8(t)?.to_sql(ty, out),
+            ValueRef::Blob(b) => b.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placeholders;
+
+    #[test]
+    fn placeholders_outside_quotes_become_dollars() {
+        assert_eq!(
+            placeholders("SELECT '?1', x FROM t WHERE a = ?1 AND b = ?12"),
+            "SELECT '?1', x FROM t WHERE a = $1 AND b = $12"
+        );
+    }
+}
