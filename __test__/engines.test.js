@@ -50,7 +50,21 @@ function readout(s) {
     pendingRepairs: s.pendingRepairs(),
     branches: s.branches(),
     contexts: ['anthropic', 'openai-chat', 'openai-responses'].map((target) => s.buildContext({ target, maxTokens: 20_000 })),
+    verify: s.verify(),
   }
+}
+
+// Every hit of a search, every page read; ranking is each engine's own (bm25, ts_rank), so the
+// hits are compared as a set.
+function allHits(store, query, options = {}) {
+  const out = []
+  let cursor
+  do {
+    const page = store.search(query, { ...options, cursor })
+    for (const h of page.hits) out.push(`${h.sessionId} ${h.seq} ${h.field} ${h.role} ${h.snippet}`)
+    cursor = page.nextCursor ?? undefined
+  } while (cursor)
+  return out.sort()
 }
 
 test('the real sessions read back from PostgreSQL as from SQLite, through both APIs', async (t) => {
@@ -73,6 +87,20 @@ test('the real sessions read back from PostgreSQL as from SQLite, through both A
     assert.deepEqual(readout(again.openSession(name)), readout(lite.openSession(name)), `${name}: after reopening`)
   }
   assert.deepEqual(again.listSessions().map((i) => i.id), lite.listSessions().map((i) => i.id))
+  for (const [query, options] of [['phoenix server', {}], ['compil*', { fields: ['tool_output'] }], ['"mix phx.server" -credo', { roles: ['assistant'] }]]) {
+    const hits = allHits(lite, query, options)
+    assert.ok(hits.length > 0, `${query}: found on SQLite`)
+    assert.deepEqual(allHits(again, query, options), hits, `${query}: the same records found`)
+  }
+  // The recall tools read and search on PostgreSQL too.
+  const tools = again.recallTools()
+  const read = await tools.handle({ name: 'session_read', input: { session_id: 'short.jsonl' } })
+  assert.equal(read.is_error, undefined, JSON.stringify(read).slice(0, 300))
+  assert.match(JSON.stringify(read.content), /phx\.server/)
+  const found = await tools.handle({ name: 'session_search', input: { query: 'phoenix' } })
+  assert.equal(found.is_error, undefined, JSON.stringify(found).slice(0, 300))
+  assert.match(found.content, /session tool_heavy\.jsonl/)
+  assert.deepEqual(again.verify().damaged, [])
   again.close()
   // The promise API on PostgreSQL.
   const p = await promise.Store.open(url)

@@ -16,7 +16,9 @@
 // BENCH_RECOVERY=0 skips them here. Then resuming a compacted session (bench/resume.js: 100k
 // records compacted to 2k vs 2k; BENCH_RESUME=0 skips it) and the accuracy of token estimates
 // on the real Claude Code fixtures (bench/estimate.js, no timing; BENCH_ESTIMATE=0 skips it),
-// long sessions (bench/long.js; BENCH_LONG=0) and search (bench/search.js; BENCH_SEARCH=0).
+// long sessions (bench/long.js; BENCH_LONG=0), search (bench/search.js; BENCH_SEARCH=0) and the
+// engines against their bare clients (bench/postgres.js, SQLite and PostgreSQL; BENCH_POSTGRES=0;
+// it starts a throwaway PostgreSQL server unless THREADLINE_TEST_POSTGRES names one).
 
 const fs = require('fs')
 const os = require('os')
@@ -390,6 +392,10 @@ async function main() {
       log('long sessions (bench/long.js): 20k and 200k records')
       results.long = require('./long.js').run({ log })
     }
+    if (process.env.BENCH_POSTGRES !== '0') {
+      log('engines (bench/postgres.js): SQLite and PostgreSQL against their bare clients')
+      results.postgres = await require('./postgres.js').run({ log })
+    }
     if (process.env.BENCH_SEARCH !== '0' && !QUICK) {
       // BENCH_SEARCH_BASELINE=<a build before the index>.node adds appends without the index
       log('search (bench/search.js): appends with the index, a store of 1,000,000 real records')
@@ -453,6 +459,7 @@ function printTable(results) {
   if (results.estimate) lines.push(require('./estimate.js').format(results.estimate), '')
   if (results.long) lines.push(require('./long.js').format(results.long), '')
   if (results.search) lines.push(require('./search.js').format(results.search), '')
+  if (results.postgres) lines.push(require('./postgres.js').format(results.postgres), '')
   lines.push(`elapsed ${results.elapsedSeconds.toFixed(0)} s; results in ${path.relative(process.cwd(), RESULTS) || RESULTS}`)
   console.log(lines.join('\n'))
 }

@@ -14,6 +14,8 @@ const MAX_TERMS: usize = 32;
 pub struct Query {
     /// the FTS5 MATCH expression
     pub expression: String,
+    /// the same query as PostgreSQL `tsquery` text (lexemes quoted, phrases with `<->`)
+    pub tsquery: String,
     /// the tokens of the terms that must or may match (not the excluded), lowercased, to mark
     /// in snippets; a CJK term is one token of its characters
     pub marks: Vec<String>,
@@ -171,6 +173,7 @@ fn build(items: Vec<Item>) -> Result<Query> {
         }));
     }
     let mut marks = Vec::new();
+    let tsquery = ts_expression(&groups, &excluded);
     let required: Vec<String> = groups
         .iter()
         .map(|g| {
@@ -189,7 +192,35 @@ fn build(items: Vec<Item>) -> Result<Query> {
     }
     marks.sort();
     marks.dedup();
-    Ok(Query { expression, marks })
+    Ok(Query {
+        expression,
+        tsquery,
+        marks,
+    })
+}
+
+/// The query as `tsquery` text: groups joined by `&`, a group's terms by `|`, excluded terms
+/// `& !`; a term's tokens in a row (`<->`), the last one a prefix (`:*`) for `word*`.
+fn ts_expression(groups: &[Vec<Term>], excluded: &[Term]) -> String {
+    let term = |t: &Term| {
+        let last = t.tokens.len().saturating_sub(1);
+        let lexemes: Vec<String> = t
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(i, tok)| {
+                let star = if t.prefix && i == last { ":*" } else { "" };
+                format!("'{tok}'{star}")
+            })
+            .collect();
+        format!("({})", lexemes.join(" <-> "))
+    };
+    let mut parts: Vec<String> = groups
+        .iter()
+        .map(|g| format!("({})", g.iter().map(term).collect::<Vec<_>>().join(" | ")))
+        .collect();
+    parts.extend(excluded.iter().map(|t| format!("!{}", term(t))));
+    parts.join(" & ")
 }
 
 /// A term as an FTS5 string: its tokens, CJK characters apart, quoted (a quote in a token is
@@ -225,6 +256,16 @@ mod tests {
 
     fn expr(q: &str) -> String {
         parse(q).unwrap().expression
+    }
+
+    #[test]
+    fn the_same_query_as_tsquery_text() {
+        let ts = |q: &str| parse(q).unwrap().tsquery;
+        assert_eq!(ts("foo bar"), "(('foo')) & (('bar'))");
+        assert_eq!(ts("\"mix phx.server\""), "(('mix' <-> 'phx' <-> 'server'))");
+        assert_eq!(ts("pars* OR json"), "(('pars':*) | ('json'))");
+        assert_eq!(ts("test -phoenix"), "(('test')) & !('phoenix')");
+        assert_eq!(ts("漢字"), "(('漢' <-> '字'))");
     }
 
     #[test]

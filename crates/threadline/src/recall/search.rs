@@ -75,14 +75,16 @@ impl Store {
         let query = query::parse(text)?;
         let plan = Plan::of(text, o)?;
         let conn = self.shared().lock()?;
-        // The search index is the SQLite file's (FTS5); PostgreSQL stores have none yet.
-        let lite = conn.sqlite()?;
         // What was committed since the last search is indexed first (a readonly store searches
         // what its writers have indexed).
         let writable = !self.options().readonly;
         if writable {
             index::catch_up(&conn)?;
         }
+        let Db::Sqlite(lite) = &*conn else {
+            let rows = plan.rows_pg(&conn, &query)?;
+            return self.page(&conn, rows, &plan, &query);
+        };
         let rows = match plan.rows(lite, &query) {
             Err(e) if index::is_index_damage(&e) && writable => {
                 // A damaged or missing index is made anew, filled, then asked again.
@@ -94,10 +96,21 @@ impl Store {
             }
             other => other?,
         };
+        self.page(&conn, rows, &plan, &query)
+    }
+
+    /// The page of hits of `rows` (one more than the page holds, if another page follows).
+    fn page(
+        &self,
+        conn: &Db,
+        rows: Vec<Row>,
+        plan: &Plan<'_>,
+        query: &Query,
+    ) -> Result<SearchPage> {
         let more = rows.len() as u64 > plan.limit;
         let mut hits = Vec::new();
         for row in rows.into_iter().take(plan.limit as usize) {
-            hits.push(hit(&conn, row, &plan.fields, &query)?);
+            hits.push(hit(conn, row, &plan.fields, query)?);
         }
         let next_cursor = more.then(|| cursor(plan.offset + plan.limit, plan.key));
         Ok(SearchPage { hits, next_cursor })
@@ -187,6 +200,22 @@ impl<'o> Plan<'o> {
         })
     }
 
+    /// `rows` on PostgreSQL.
+    fn rows_pg(&self, db: &Db, q: &Query) -> Result<Vec<Row>> {
+        let searched = |f: Field| self.fields.contains(&f);
+        index::ranked_pg(
+            db,
+            &q.tsquery,
+            [
+                searched(Field::Text),
+                searched(Field::Thinking),
+                searched(Field::ToolInput),
+                searched(Field::ToolOutput),
+            ],
+            &self.filter(""),
+        )
+    }
+
     /// One more row than the page holds (to know whether another page follows).
     fn rows(&self, conn: &rusqlite::Connection, q: &Query) -> rusqlite::Result<Vec<Row>> {
         let matching = format!(
@@ -194,20 +223,22 @@ impl<'o> Plan<'o> {
             index::column_filter(&self.fields),
             q.expression
         );
-        index::ranked(
-            conn,
-            &index::Filter {
-                matching: &matching,
-                roles: &self.roles,
-                project: self.o.project.as_deref(),
-                session_id: self.o.session_id.as_deref(),
-                exclude_session_id: self.o.exclude_session_id.as_deref(),
-                since_ms: self.since_ms,
-                until_ms: self.until_ms,
-                limit: self.limit + 1,
-                offset: self.offset,
-            },
-        )
+        index::ranked(conn, &self.filter(&matching))
+    }
+
+    /// The filters of this search, `matching` its FTS5 expression (unused on PostgreSQL).
+    fn filter<'a>(&'a self, matching: &'a str) -> index::Filter<'a> {
+        index::Filter {
+            matching,
+            roles: &self.roles,
+            project: self.o.project.as_deref(),
+            session_id: self.o.session_id.as_deref(),
+            exclude_session_id: self.o.exclude_session_id.as_deref(),
+            since_ms: self.since_ms,
+            until_ms: self.until_ms,
+            limit: self.limit + 1,
+            offset: self.offset,
+        }
     }
 }
 

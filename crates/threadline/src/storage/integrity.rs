@@ -4,12 +4,11 @@
 
 use std::collections::HashMap;
 
-use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::storage::checksum::{self, Stored};
-use crate::storage::db::Db;
+use crate::storage::db::{args, Db};
 use crate::storage::encode::{BLOB_MARK, MESSAGE_MARK};
 use crate::storage::schema::{self, SEQ_BITS};
 use serde::Serialize;
@@ -46,7 +45,6 @@ pub struct Damage {
 }
 
 pub(crate) struct Checker<'c> {
-    conn: &'c Connection,
     db: &'c Db,
     report: VerifyReport,
     /// blobs checked so far: None if sound, else why not
@@ -56,14 +54,13 @@ pub(crate) struct Checker<'c> {
 }
 
 impl<'c> Checker<'c> {
-    pub(crate) fn new(db: &'c Db) -> Result<Self> {
-        Ok(Checker {
-            conn: db.sqlite()?,
+    pub(crate) fn new(db: &'c Db) -> Self {
+        Checker {
             db,
             report: VerifyReport::default(),
             blobs: HashMap::new(),
             calls: Vec::new(),
-        })
+        }
     }
 
     pub(crate) fn finish(mut self) -> VerifyReport {
@@ -85,14 +82,17 @@ impl<'c> Checker<'c> {
     }
 
     /// SQLite's check of the file's structure: pages, B-trees, (unless quick) indexes.
+    /// On PostgreSQL, nothing: the server keeps its own pages (its data checksums, `amcheck`).
     pub(crate) fn file(&mut self, quick: bool) {
+        let Db::Sqlite(conn) = self.db else {
+            return;
+        };
         let pragma = if quick {
             "PRAGMA quick_check"
         } else {
             "PRAGMA integrity_check"
         };
-        let lines: rusqlite::Result<Vec<String>> = self
-            .conn
+        let lines: rusqlite::Result<Vec<String>> = conn
             .prepare(pragma)
             .and_then(|mut s| s.query_map([], |r| r.get::<_, String>(0))?.collect());
         match lines {
@@ -130,11 +130,14 @@ impl<'c> Checker<'c> {
             Err(e) => self.push(Some(id), None, format!("the journal: {}", e.message())),
         }
         self.journal_complete(num, id);
-        let stored: rusqlite::Result<i64> =
-            self.conn
-                .query_row("SELECT records FROM sessions WHERE num = ?1", [num], |r| {
-                    r.get(0)
-                });
+        let stored = self
+            .db
+            .query_row(
+                "SELECT records FROM sessions WHERE num = ?1",
+                &args![num],
+                |r| r.get::<i64>(0),
+            )
+            .and_then(|n| n.ok_or_else(|| Error::NotFound("the row is gone".into())));
         match stored {
             Ok(n) if n > count as i64 => self.push(
                 Some(id),
@@ -147,17 +150,19 @@ impl<'c> Checker<'c> {
                 format!("the session's row says {n} records, but {count} are stored"),
             ),
             Ok(_) => {}
-            Err(e) => self.push(Some(id), None, format!("the session's row: {}", Error::from(e).message())),
+            Err(e) => self.push(Some(id), None, format!("the session's row: {}", e.message())),
         }
     }
 
     /// Every call of the session's messages has its journal row (a damaged page of the table can
     /// lose a row unnoticed).
     fn journal_complete(&mut self, num: i64, id: &str) {
-        let known: rusqlite::Result<std::collections::HashSet<String>> = self
-            .conn
-            .prepare("SELECT id FROM tool_calls WHERE session = ?1")
-            .and_then(|mut s| s.query_map([num], |r| r.get(0))?.collect());
+        let known = self.db.rows(
+            "SELECT id FROM tool_calls WHERE session = ?1",
+            &args![num],
+            |r| r.get::<String>(0),
+        );
+        let known = known.map(|k| k.into_iter().collect::<std::collections::HashSet<_>>());
         let Ok(known) = known else {
             return; // reported by the journal's own check
         };
@@ -204,52 +209,47 @@ impl<'c> Checker<'c> {
         end: &mut i64,
     ) -> Result<(), (i64, Error)> {
         let lo = schema::range(num).0;
-        let conn = self.conn;
-        let mut stmt = conn
-            .prepare(concat!(
+        let db = self.db;
+        let mut expected = from;
+        let scanned = db.each(
+            concat!(
                 "SELECT ",
                 record_columns!(),
                 " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
-            ))
-            .map_err(|e| (from, e.into()))?;
-        let mut rows = stmt.query([from, hi]).map_err(|e| (from, e.into()))?;
-        let mut expected = from;
-        loop {
-            let row = match rows.next() {
-                Ok(Some(row)) => row,
-                Ok(None) => return Ok(()),
-                Err(e) => return Err((expected, e.into())),
-            };
-            let rid: i64 = row
-                .get(checksum::col::ID)
-                .map_err(|e| (expected, e.into()))?;
-            if rid > expected {
-                let (a, b) = ((expected - lo) as u64, (rid - 1 - lo) as u64);
-                let what = if a == b {
-                    format!("record seq {a} is missing")
-                } else {
-                    format!("records seq {a} to {b} are missing")
-                };
-                self.push(Some(id), Some(a), what);
-            }
-            if rid < expected {
+            ),
+            &args![from, hi],
+            |row| {
+                let rid: i64 = row.get(checksum::col::ID)?;
+                if rid > expected {
+                    let (a, b) = ((expected - lo) as u64, (rid - 1 - lo) as u64);
+                    let what = if a == b {
+                        format!("record seq {a} is missing")
+                    } else {
+                        format!("records seq {a} to {b} are missing")
+                    };
+                    self.push(Some(id), Some(a), what);
+                }
+                if rid < expected {
+                    let seq = (rid - lo) as u64;
+                    self.push(Some(id), Some(seq), "stored out of order".into());
+                    return Ok(true);
+                }
+                expected = rid + 1;
+                *end = expected;
+                self.report.records += 1;
                 let seq = (rid - lo) as u64;
-                self.push(Some(id), Some(seq), "stored out of order".into());
-                continue;
-            }
-            expected = rid + 1;
-            *end = expected;
-            self.report.records += 1;
-            let seq = (rid - lo) as u64;
-            match Stored::check(&crate::storage::db::Row::Sqlite(row)) {
-                Err(why) => self.push(Some(id), Some(seq), why),
-                Ok(stored) => {
-                    if let Err(why) = self.record(&stored, seq) {
-                        self.push(Some(id), Some(seq), why);
+                match Stored::check(row) {
+                    Err(why) => self.push(Some(id), Some(seq), why),
+                    Ok(stored) => {
+                        if let Err(why) = self.record(&stored, seq) {
+                            self.push(Some(id), Some(seq), why);
+                        }
                     }
                 }
-            }
-        }
+                Ok(true)
+            },
+        );
+        scanned.map_err(|e| (expected, e))
     }
 
     /// What a sound checksum leaves to check: the state, the text (JSON, with its blobs sound).
@@ -322,33 +322,30 @@ impl<'c> Checker<'c> {
         if let Some(r) = self.blobs.get(hash) {
             return r.clone();
         }
-        let r = check_blob(self.conn, hash).err();
+        let r = check_blob(self.db, hash).err();
         self.blobs.insert(hash.to_string(), r.clone());
         r
     }
 
     /// Records that belong to no session (their session's row is gone).
     pub(crate) fn orphans(&mut self) {
-        let n: rusqlite::Result<i64> = self.conn.query_row(
-            &format!(
-                "SELECT count(*) FROM records WHERE (id >> {SEQ_BITS}) NOT IN (SELECT num FROM sessions)"
-            ),
-            [],
-            |r| r.get(0),
+        let n = self.db.query_row(
+            "SELECT count(*) FROM records WHERE (id >> ?1) NOT IN (SELECT num FROM sessions)",
+            &args![i64::from(SEQ_BITS)],
+            |r| r.get::<i64>(0),
         );
         match n {
-            Ok(0) => {}
-            Ok(n) => self.push(None, None, format!("{n} records belong to no session")),
-            Err(e) => self.push(None, None, format!("sqlite: {e}")),
+            Ok(Some(0)) | Ok(None) => {}
+            Ok(Some(n)) => self.push(None, None, format!("{n} records belong to no session")),
+            Err(e) => self.push(None, None, format!("the records table: {}", e.message())),
         }
     }
 
     /// Blobs no checked record led to: checked too, reported without a record.
     pub(crate) fn unused_blobs(&mut self) {
-        let hashes: rusqlite::Result<Vec<String>> = self
-            .conn
-            .prepare("SELECT hash FROM blobs")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect());
+        let hashes = self
+            .db
+            .rows("SELECT hash FROM blobs", &[], |r| r.get::<String>(0));
         match hashes {
             Ok(hashes) => {
                 for h in hashes {
@@ -359,29 +356,31 @@ impl<'c> Checker<'c> {
                     }
                 }
             }
-            Err(e) => self.push(None, None, format!("the blobs table cannot be read: {e}")),
+            Err(e) => self.push(
+                None,
+                None,
+                format!("the blobs table cannot be read: {}", e.message()),
+            ),
         }
     }
 }
 
 /// A blob's checksum, size and SHA-256 (of the string its literal stands for).
-fn check_blob(conn: &Connection, hash: &str) -> std::result::Result<(), String> {
-    let row = conn
+fn check_blob(db: &Db, hash: &str) -> std::result::Result<(), String> {
+    let row = db
         .query_row(
             "SELECT bytes, literal, crc FROM blobs WHERE hash = ?1",
-            [hash],
+            &args![hash],
             |r| {
                 Ok((
-                    r.get::<_, i64>(0)?,
+                    r.get::<i64>(0)?,
                     r.get_ref(1)?.as_blob().map(<[u8]>::to_vec),
-                    r.get::<_, Option<i64>>(2)?,
+                    r.get::<Option<i64>>(2)?,
                 ))
             },
         )
-        .map_err(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => "missing".to_string(),
-            e => Error::from(e).message().to_string(),
-        })?;
+        .map_err(|e| e.message().to_string())?
+        .ok_or_else(|| "missing".to_string())?;
     let (bytes, literal, crc) = row;
     let literal = literal.map_err(|_| "its literal is not a blob".to_string())?;
     if crc != Some(checksum::blob_sum(hash, bytes, &literal) as i64) {

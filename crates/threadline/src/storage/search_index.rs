@@ -20,13 +20,18 @@
 //!   tokenizer needs three).
 //!
 //! The table keeps no copy of the text (`content=''`): snippets are cut from the record itself.
+//!
+//! On PostgreSQL the table holds a `tsvector` per field (GIN-indexed), written from the same
+//! prepared text cut into the same tokens as a query's (`tsvector_of`), with their positions, so
+//! words, phrases and prefixes match as on SQLite; ranking is `ts_rank` with the same field
+//! weights. It is filled the same way, at the next search.
 
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
 
 use crate::error::Result;
 use crate::model::fields::{self, Field};
-use crate::storage::db::Db;
+use crate::storage::db::{args, Db};
 use crate::storage::schema::SEQ_BITS;
 
 pub(crate) use crate::storage::schema::CREATE_SEARCH as CREATE;
@@ -52,12 +57,22 @@ pub(crate) fn indexable(env: &Map<String, Value>) -> bool {
 }
 
 /// Indexes record `id` (its message).
-fn add(conn: &Connection, id: i64, message: &Value) -> Result<()> {
+fn add(db: &Db, id: i64, message: &Value) -> Result<()> {
     let texts = fields::texts(message);
     if texts.iter().all(String::is_empty) {
         return Ok(());
     }
     let prepared: Vec<String> = texts.iter().map(|t| prepare(capped(t))).collect();
+    let Db::Sqlite(conn) = db else {
+        let v: Vec<String> = prepared.iter().map(|t| tsvector_of(t)).collect();
+        db.execute(
+            "INSERT INTO search(id, text, thinking, tool_input, tool_output)
+             VALUES (?1, CAST(CAST(?2 AS text) AS tsvector), CAST(CAST(?3 AS text) AS tsvector), CAST(CAST(?4 AS text) AS tsvector), CAST(CAST(?5 AS text) AS tsvector))
+             ON CONFLICT DO NOTHING",
+            &args![id, v[0], v[1], v[2], v[3]],
+        )?;
+        return Ok(());
+    };
     conn.prepare_cached(
         "INSERT INTO search(rowid, text, thinking, tool_input, tool_output) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
@@ -66,12 +81,15 @@ fn add(conn: &Connection, id: i64, message: &Value) -> Result<()> {
 }
 
 /// Removes the rows of session `num` (its records' ids are one range).
-pub(crate) fn delete_session(conn: &Db, num: i64) -> Result<()> {
-    // PostgreSQL stores have no search index yet.
-    let Db::Sqlite(conn) = conn else {
+pub(crate) fn delete_session(db: &Db, num: i64) -> Result<()> {
+    let (lo, hi) = crate::storage::schema::range(num);
+    let Db::Sqlite(conn) = db else {
+        db.execute(
+            "DELETE FROM search WHERE id BETWEEN ?1 AND ?2",
+            &args![lo, hi],
+        )?;
         return Ok(());
     };
-    let (lo, hi) = crate::storage::schema::range(num);
     match conn.execute("DELETE FROM search WHERE rowid BETWEEN ?1 AND ?2", [lo, hi]) {
         Ok(_) => Ok(()),
         Err(e) if is_index_damage(&e) => reset(conn),
@@ -110,42 +128,44 @@ pub(crate) fn reset(conn: &Connection) -> Result<()> {
 }
 
 /// Whether records are waiting to be indexed.
-pub(crate) fn pending(conn: &Connection) -> Result<bool> {
-    Ok(conn
+pub(crate) fn pending(db: &Db) -> Result<bool> {
+    Ok(db
         .query_row(
             "SELECT 1 FROM sessions WHERE indexed < records LIMIT 1",
-            [],
+            &[],
             |_| Ok(()),
-        )
-        .optional()?
+        )?
         .is_some())
 }
 
 /// Indexes every record committed and not indexed yet, `BATCH` records a write transaction (so
 /// that the appends of other processes wait for one batch at most).
 pub(crate) fn catch_up(db: &Db) -> Result<()> {
-    while pending(db.sqlite()?)? {
+    while pending(db)? {
         let tx = crate::storage::txn::Txn::immediate(db)?;
-        let conn = tx.sqlite()?;
-        let exists = conn
-            .query_row(
-                "SELECT 1 FROM sqlite_master WHERE name = 'search'",
-                [],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some();
-        if !exists {
-            reset(conn)?;
+        if let Db::Sqlite(conn) = &*tx {
+            let exists = conn
+                .query_row(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'search'",
+                    [],
+                    |_| Ok(()),
+                )
+                .optional()?
+                .is_some();
+            if !exists {
+                reset(conn)?;
+            }
         }
-        // Read again under the write lock: another process may have indexed it meanwhile.
-        let next: Option<(i64, u64, u64)> = conn
-            .query_row(
+        // Read again under the write lock (on PostgreSQL, the row's): another process may have
+        // indexed it meanwhile.
+        let next: Option<(i64, u64, u64)> = tx.query_row(
+            tx.pick(
                 "SELECT num, indexed, records FROM sessions WHERE indexed < records ORDER BY num LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
+                "SELECT num, indexed, records FROM sessions WHERE indexed < records ORDER BY num LIMIT 1 FOR UPDATE",
+            ),
+            &[],
+            |r| Ok((r.get(0)?, r.get::<i64>(1)? as u64, r.get::<i64>(2)? as u64)),
+        )?;
         if let Some((num, from, records)) = next {
             let to = records.min(from + BATCH);
             let (lo, _) = crate::storage::schema::range(num);
@@ -156,14 +176,14 @@ pub(crate) fn catch_up(db: &Db) -> Result<()> {
                 }
                 let seq = env.get("seq").and_then(Value::as_u64).unwrap_or(from);
                 add(
-                    conn,
+                    &tx,
                     lo + seq as i64,
                     env.get("message").unwrap_or(&Value::Null),
                 )?;
             }
-            conn.execute(
+            tx.execute(
                 "UPDATE sessions SET indexed = ?1 WHERE num = ?2",
-                rusqlite::params![to as i64, num],
+                &args![to as i64, num],
             )?;
         }
         tx.commit()?;
@@ -222,6 +242,47 @@ pub(crate) fn prepare(text: &str) -> String {
     out
 }
 
+/// Prepared text as a `tsvector` literal: its tokens as a query cuts them (runs of letters and
+/// digits, lowercased; each CJK character one), each with its position (PostgreSQL keeps
+/// positions up to 16,383: later tokens share the last). Lexemes need no quoting beyond `'`:
+/// they hold letters and digits only.
+pub(crate) fn tsvector_of(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 2);
+    let mut pos = 0u32;
+    let mut word = String::new();
+    let mut emit = |tok: &str, out: &mut String| {
+        pos = (pos + 1).min(16_383);
+        // PostgreSQL refuses lexemes over 2 KiB (its own parser drops them too).
+        if tok.len() > 2046 {
+            return;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push('\'');
+        out.push_str(tok);
+        out.push_str("':");
+        out.push_str(&pos.to_string());
+    };
+    for c in text.chars() {
+        if c.is_alphanumeric() && !is_cjk(c) {
+            word.extend(c.to_lowercase());
+            continue;
+        }
+        if !word.is_empty() {
+            emit(&word, &mut out);
+            word.clear();
+        }
+        if is_cjk(c) {
+            emit(c.encode_utf8(&mut [0; 4]), &mut out);
+        }
+    }
+    if !word.is_empty() {
+        emit(&word, &mut out);
+    }
+    out
+}
+
 /// The parts of a camelCase word (`fooBarBaz`: foo bar baz; `parseJSON`: parse json), added to
 /// `out`; nothing for a word of one case.
 fn camel_parts(word: &str, out: &mut String) {
@@ -273,6 +334,74 @@ pub(crate) struct Ranked {
     pub session_id: String,
     pub title: Option<String>,
     pub project: Option<String>,
+}
+
+/// `ranked` on PostgreSQL: `tsquery` is the query's tsquery text, `fields` which of the four
+/// fields (text, thinking, tool_input, tool_output) are searched. Rank: `ts_rank` of each field
+/// searched, weighted as on SQLite, negated (lower is better, as bm25).
+pub(crate) fn ranked_pg(
+    db: &Db,
+    tsquery: &str,
+    fields: [bool; 4],
+    f: &Filter<'_>,
+) -> Result<Vec<Ranked>> {
+    let role = |i: usize| {
+        f.roles
+            .get(i)
+            .or(f.roles.first())
+            .copied()
+            .unwrap_or("user")
+    };
+    db.rows(
+        r"SELECT x.id,
+           -(CASE WHEN ?9 THEN ts_rank(coalesce(x.text, ''), q) ELSE 0 END * 1.0
+             + CASE WHEN ?10 THEN ts_rank(coalesce(x.thinking, ''), q) ELSE 0 END * 0.6
+             + CASE WHEN ?11 THEN ts_rank(coalesce(x.tool_input, ''), q) ELSE 0 END * 0.8
+             + CASE WHEN ?12 THEN ts_rank(coalesce(x.tool_output, ''), q) ELSE 0 END * 0.5)::float8 AS rank,
+           s.id, s.title, s.project
+         FROM search x
+         CROSS JOIN CAST(CAST(?1 AS text) AS tsquery) q
+         JOIN records r ON r.id = x.id
+         JOIN sessions s ON s.num = (x.id >> ?15)
+         WHERE ((?9 AND x.text @@ q) OR (?10 AND x.thinking @@ q)
+                OR (?11 AND x.tool_input @@ q) OR (?12 AND x.tool_output @@ q))
+           AND (r.role = ?13 OR r.role = ?14)
+           AND (CAST(?2 AS text) IS NULL OR s.project = ?2)
+           AND (CAST(?3 AS text) IS NULL OR s.id = ?3)
+           AND (CAST(?4 AS text) IS NULL OR s.id <> ?4)
+           AND (CAST(?5 AS bigint) IS NULL OR (CASE WHEN r.timestamp ~ '^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}'
+                THEN extract(epoch from CAST(r.timestamp AS timestamptz)) * 1000 END) >= ?5)
+           AND (CAST(?6 AS bigint) IS NULL OR (CASE WHEN r.timestamp ~ '^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}'
+                THEN extract(epoch from CAST(r.timestamp AS timestamptz)) * 1000 END) <= ?6)
+         ORDER BY rank, x.id DESC
+         LIMIT ?7 OFFSET ?8",
+        &args![
+            tsquery,
+            f.project,
+            f.session_id,
+            f.exclude_session_id,
+            f.since_ms,
+            f.until_ms,
+            f.limit as i64,
+            f.offset as i64,
+            fields[0],
+            fields[1],
+            fields[2],
+            fields[3],
+            role(0),
+            role(1),
+            i64::from(SEQ_BITS),
+        ],
+        |r| {
+            Ok(Ranked {
+                id: r.get(0)?,
+                rank: r.get(1)?,
+                session_id: r.get(2)?,
+                title: r.get(3)?,
+                project: r.get(4)?,
+            })
+        },
+    )
 }
 
 /// The records that match, best first (ties: stored later first), `limit` of them from `offset`.
@@ -345,6 +474,18 @@ pub(crate) fn ranked(conn: &Connection, f: &Filter<'_>) -> rusqlite::Result<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tsvector_holds_the_tokens_a_query_makes_with_positions() {
+        assert_eq!(
+            tsvector_of(&prepare("Call fooBar; 漢字 x")),
+            "'call':1 'foobar':2 '漢':3 '字':4 'x':5 'foo':6 'bar':7"
+        );
+        // A token PostgreSQL would refuse (over 2 KiB) is left out; the positions go on.
+        let long = "a".repeat(3000);
+        assert_eq!(tsvector_of(&format!("x {long} y")), "'x':1 'y':3");
+        assert_eq!(tsvector_of(""), "");
+    }
 
     #[test]
     fn cjk_apart_and_camel_case_parts_appended() {

@@ -27,7 +27,7 @@ impl Session {
         let run = || {
             let conn = self.conn()?;
             let tx = Txn::deferred(&conn)?;
-            let mut c = Checker::new(&tx)?;
+            let mut c = Checker::new(&tx);
             c.session(self.num, self.id());
             Ok(c.finish())
         };
@@ -42,7 +42,7 @@ impl Store {
         let run = || {
             let conn = self.shared().lock()?;
             let tx = Txn::deferred(&conn)?;
-            let mut c = Checker::new(&tx)?;
+            let mut c = Checker::new(&tx);
             c.file(options.quick);
             match crate::storage::sessions::all(&tx) {
                 Ok(list) => {
