@@ -4,7 +4,8 @@
 // ~700 ms (and replaced), and the server is restarted (`pg_ctl restart -m fast`) twice during the
 // appends. Then a verifier, in this process: every acknowledged record is stored, none twice,
 // every session's seqs contiguous and its parent chain unbroken; writers met SESSION_LOCKED on
-// sessions held by another live process; a killed writer's sessions are interrupted.
+// sessions held by another live process; a writer killed holding a session (one more, alone on
+// a session of its own, killed last) leaves it interrupted.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -17,6 +18,7 @@ const { mulberry32 } = require('./helpers/seeded')
 
 const { Store } = lib
 const WRITER = path.join(__dirname, 'helpers', 'fleet-writer.js')
+const HOLDER = path.join(__dirname, 'helpers', 'crash-writer.js')
 const POSTGRES = path.join(__dirname, '..', 'scripts', 'postgres.js')
 const WRITERS = 8
 const SESSIONS = 16
@@ -57,7 +59,7 @@ test(`${WRITERS} writer processes on ${SESSIONS} sessions, SIGKILLs and server r
   t.diagnostic(`seed ${seed}`)
   const random = mulberry32(seed)
   const init = Store.open(url)
-  for (let i = 0; i < SESSIONS; i++) init.createSession({ id: `s${i}` })
+  for (let i = 0; i <= SESSIONS; i++) init.createSession({ id: `s${i}` }) // s16: the holder's
   init.close()
 
   const writers = []
@@ -82,9 +84,20 @@ test(`${WRITERS} writer processes on ${SESSIONS} sessions, SIGKILLs and server r
       restarts++
     }
   }
+  // The fleet's writers may all be between sessions at the final kill (hopping from one locked
+  // session to the next): one more writer, alone on a session of its own, is killed holding it.
+  const holder = spawn(process.execPath, [HOLDER, url, `s${SESSIONS}`, 'holder'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let held = ''
+  holder.stdout.on('data', (d) => { held += d })
+  const holderExited = new Promise((resolve) => holder.on('exit', resolve))
+  while (!/\n[SB] /.test(held)) {
+    assert.equal(holder.exitCode, null, 'the holder runs')
+    await sleep(5)
+  }
   for (const w of writers) w.child.kill('SIGKILL')
-  await Promise.all(writers.map((w) => w.exited))
-  kills += writers.length
+  holder.kill('SIGKILL')
+  await Promise.all([...writers.map((w) => w.exited), holderExited])
+  kills += writers.length + 1
 
   // What the writers were told: only whole lines count (a line cut by the kill was not said).
   const acked = new Map() // uuid -> session
@@ -105,7 +118,15 @@ test(`${WRITERS} writer processes on ${SESSIONS} sessions, SIGKILLs and server r
   const store = Store.open(url)
   let records = 0
   const stored = new Map()
-  for (let i = 0; i < SESSIONS; i++) {
+  // the holder's acknowledged records (crash-writer.js: "S uuid" or "B batch uuid,uuid,...")
+  const heldLines = held.split('\n')
+  heldLines.pop()
+  for (const line of heldLines) {
+    const [kind, a, b] = line.split(' ')
+    if (kind === 'S') acked.set(a, `s${SESSIONS}`)
+    if (kind === 'B') for (const u of b.split(',')) acked.set(u, `s${SESSIONS}`)
+  }
+  for (let i = 0; i <= SESSIONS; i++) {
     const envs = store.openSession(`s${i}`).envelopes()
     records += envs.length
     envs.forEach((e, seq) => {
@@ -124,10 +145,10 @@ test(`${WRITERS} writer processes on ${SESSIONS} sessions, SIGKILLs and server r
   assert.ok(locked > 0, 'writers met SESSION_LOCKED on sessions another live process held')
   assert.equal(restarts, 2, 'the server was restarted twice during the appends')
   assert.ok(retried > 0, 'the restarts reached the writers (STORE_IO / STORE_BUSY, then a retry)')
-  // The last writers were killed holding sessions: those are interrupted (no live process holds
-  // any now), and this process can take them over.
+  // Sessions left held by killed writers are interrupted (no live process holds any now), the
+  // holder's among them, and this process can take them over.
   const interrupted = store.interruptedSessions().map((i) => i.id)
-  assert.ok(interrupted.length > 0, 'sessions held by killed writers are interrupted')
+  assert.ok(interrupted.includes(`s${SESSIONS}`), `the killed holder's session is interrupted (${interrupted})`)
   for (const id of interrupted) store.openSession(id).append('Taking over after the fleet.')
   assert.deepEqual(store.interruptedSessions(), [])
   store.close()
