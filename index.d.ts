@@ -871,6 +871,46 @@ export interface Damage {
 }
 
 /** What `session.verify()` and `store.verify()` found. */
+/** What `store.import` reads. */
+export interface ImportSource {
+  format: 'claude-code' | 'codex'
+  /** a file, or a folder searched to any depth */
+  path: string
+}
+
+export interface ImportOptions {
+  /** the project of every imported session (else the one the files name, e.g. Claude Code's cwd) */
+  project?: string | undefined
+  /** called after each file */
+  onProgress?: ((progress: ImportProgress) => void) | undefined
+}
+
+export interface ImportProgress {
+  files: number
+  totalFiles: number
+  /** records read so far */
+  records: number
+  bytes: number
+  totalBytes: number
+}
+
+export interface ImportReport {
+  /** sessions found in the source */
+  sessions: number
+  /** of them, sessions the store did not have */
+  newSessions: number
+  /** records found (lines not skipped) */
+  records: number
+  /** of them, records the store did not have */
+  newRecords: number
+  /** lines not imported, with the reason (a line that is not JSON, a record of the wrong shape) */
+  skipped: Array<{ file: string; line?: number; reason: string }>
+  /** records kept as events rather than messages, counted by type (unknown types too) */
+  events: Record<string, number>
+}
+
+export type ExportFormat = 'claude-code' | 'markdown' | 'html' | 'snapshot'
+
 export interface VerifyReport {
   /** true when nothing damaged was found */
   ok: boolean
@@ -1092,6 +1132,23 @@ export declare class Store {
    * @throws `CLOSED`, `INVALID_INPUT` for unknown options; damage is never thrown.
    */
   verify(options?: VerifyOptions): VerifyReport
+
+  /**
+   * Brings in the sessions another agent wrote: `'claude-code'` (a session file, a project folder
+   * or the whole `~/.claude/projects` folder; subagent files become sessions of their own, linked
+   * to their parent in `info.metadata`), or `'codex'` (rollout files, or `~/.codex/sessions`).
+   * Records keep their own ids, so importing again adds only what is new. A line that cannot be
+   * read is reported in `skipped` with its file and line; the rest imports. One file at a time
+   * runs on the thread pool; `onProgress` is called after each.
+   *
+   * @example
+   * const report = await store.import({ format: 'claude-code', path: `${os.homedir()}/.claude/projects` },
+   *   { onProgress: (p) => console.error(`${p.files}/${p.totalFiles} files`) })
+   * console.log(report.newSessions, report.newRecords, report.skipped)
+   * @throws `NOT_FOUND` if the path does not exist, `INVALID_INPUT` for a bad source or option,
+   *   `CLOSED`; the store's codes (`STORE_BUSY`, `STORE_IO`, ...) from a write.
+   */
+  import(source: ImportSource, options?: ImportOptions): Promise<ImportReport>
 
   /**
    * Searches the messages of every session: words (all must match), `"exact phrases"`,
@@ -1383,6 +1440,15 @@ export declare class Session {
    * status and prompt identity, sealed with a SHA-256. `store.importSnapshot` brings it back.
    */
   snapshot(): string
+
+  /**
+   * The session written out: `'claude-code'` (JSONL as Claude Code writes it: an imported record
+   * comes back as it was, an assistant message one content block per line), `'markdown'`,
+   * `'html'` (one self-contained page: no network, tool calls and thinking folded, images inline,
+   * tokens per turn) or `'snapshot'` (as `snapshot()`). See docs/export.md.
+   * @throws `INVALID_INPUT` for another format, `CLOSED`, `STORE_CORRUPT` on damage.
+   */
+  export(format: ExportFormat): string
 
   /**
    * Checks every record of this session: its checksum, that no seq is missing (the session's row

@@ -884,6 +884,18 @@ const SessionSteps = {
 
   /**
    * @this {any}
+   * @param {any} format
+   * @returns {Steps}
+   */
+  *export(format) {
+    if (typeof format !== 'string' || !EXPORT_FORMATS.includes(format)) {
+      throw fail('INVALID_INPUT', `export: format: expected one of ${EXPORT_FORMATS.map((f) => `'${f}'`).join(', ')}, got ${shown(format)}`)
+    }
+    return yield sessionCall(this, 'export', 'export', [format])
+  },
+
+  /**
+   * @this {any}
    * @returns {Steps}
    */
   *verify() {
@@ -1134,6 +1146,11 @@ class Session {
     return runSync(SessionSteps.snapshot.call(this))
   }
 
+  /** @param {any} format */
+  export(format) {
+    return runSync(SessionSteps.export.call(this, format))
+  }
+
   // Checks every record of the session (checksums, none missing, blobs); the report lists each
   // damaged record instead of stopping at the first.
   verify() {
@@ -1343,6 +1360,25 @@ const StoreSteps = {
     return JSON.parse(yield call(this[kNative], 'listSessions', [optionsJson(object(filter, 'listSessions: filter'), 'listSessions: filter')]))
   },
 
+  // One file per step on the thread pool, progress reported between steps.
+  /**
+   * @this {any}
+   * @param {any} source
+   * @param {any} options
+   * @returns {Steps}
+   */
+  *import(source, options) {
+    const { format, path } = importSource(source)
+    const o = importOptions(options)
+    const importer = yield call(this[kNative], 'beginImport', [format, path, optJson({ project: o.project }, 'import: options')])
+    for (;;) {
+      const at = yield { wait: importer.stepAsync().catch((/** @type {unknown} */ e) => { throw recode(e) }) }
+      if (at === null) break
+      if (o.onProgress) o.onProgress(JSON.parse(at))
+    }
+    return JSON.parse(importer.report())
+  },
+
   /**
    * @this {any}
    * @param {any} query
@@ -1412,6 +1448,52 @@ const StoreSteps = {
   *deleteSession(id) {
     yield call(this[kNative], 'deleteSession', [idArg(id, 'deleteSession')])
   },
+}
+
+const IMPORT_FORMATS = ['claude-code', 'codex']
+const EXPORT_FORMATS = ['claude-code', 'markdown', 'html', 'snapshot']
+
+/** A value in an error message: a string as it is, anything else by its kind. @param {unknown} v */
+function shown(v) {
+  return typeof v === 'string' ? `'${v}'` : describe(v)
+}
+
+/** @param {any} source */
+function importSource(source) {
+  const s = object(source, 'import: source')
+  if (!s) throw fail('INVALID_INPUT', `import: source: expected { format, path }, got ${describe(source)}`)
+  for (const k of Object.keys(s)) {
+    if (k !== 'format' && k !== 'path') throw fail('INVALID_INPUT', `import: source.${k}: unknown field (expected format, path)`)
+  }
+  if (typeof s.format !== 'string' || !IMPORT_FORMATS.includes(s.format)) {
+    throw fail('INVALID_INPUT', `import: source.format: expected one of ${IMPORT_FORMATS.map((f) => `'${f}'`).join(', ')}, got ${shown(s.format)}`)
+  }
+  if (typeof s.path !== 'string' || s.path === '') throw fail('INVALID_INPUT', `import: source.path: expected a file or folder path, got ${describe(s.path)}`)
+  return { format: s.format, path: require('node:path').resolve(s.path) }
+}
+
+/** @param {any} options */
+function importOptions(options) {
+  const o = object(options, 'import: options') ?? {}
+  for (const k of Object.keys(o)) {
+    if (k !== 'project' && k !== 'onProgress') throw fail('INVALID_INPUT', `import: options.${k}: unknown option (expected project, onProgress)`)
+  }
+  if (o.project !== undefined && typeof o.project !== 'string') throw fail('INVALID_INPUT', `import: options.project: expected a string, got ${describe(o.project)}`)
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw fail('INVALID_INPUT', `import: options.onProgress: expected a function, got ${describe(o.onProgress)}`)
+  return { project: o.project, onProgress: o.onProgress }
+}
+
+/**
+ * Steps that wait on promises, run by a synchronous class: its calls at once, its waits awaited.
+ * @param {() => Steps} make
+ */
+function runWaiting(make) {
+  try {
+    const steps = make()
+    return runFrom(steps, steps.next(), (c) => (c.wait ? c.wait : callNow(c)))
+  } catch (e) {
+    return Promise.reject(e)
+  }
 }
 
 /**
@@ -1534,6 +1616,11 @@ class Store {
   /** @param {any} options */
   verify(options) {
     return runSync(StoreSteps.verify.call(this, options))
+  }
+
+  /** @param {any} source @param {any} options */
+  import(source, options) {
+    return runWaiting(() => StoreSteps.import.call(this, source, options))
   }
 
   /** @param {any} id */
@@ -1681,6 +1768,11 @@ class PromiseSession {
 
   snapshot() {
     return queued(this, SessionSteps.snapshot.call(this))
+  }
+
+  /** @param {any} format */
+  export(format) {
+    return queued(this, SessionSteps.export.call(this, format))
   }
 
   verify() {
@@ -1860,6 +1952,11 @@ class PromiseStore {
   /** @param {any} options */
   verify(options) {
     return queued(this, StoreSteps.verify.call(this, options))
+  }
+
+  /** @param {any} source @param {any} options */
+  import(source, options) {
+    return queued(this, StoreSteps.import.call(this, source, options))
   }
 
   /** @param {any} id */

@@ -9,6 +9,13 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+export declare class NativeImporter {
+  /** Imports the next file on the thread pool: its progress as JSON, or null when done. */
+  stepAsync(): Promise<string | null>
+  /** The report so far (the whole report once `stepAsync` gave null). */
+  report(): string
+}
+
 /** Pages of a bulk read, read ahead on another thread while JS parses the current one. */
 export declare class NativePages {
   /** The next page (a JSON array), or null when there is none. */
@@ -33,6 +40,7 @@ export declare class NativeSession {
   rewind(toUuid: string): void
   branches(): string
   compact(optionsJson: string): string
+  export(format: string): string
   infoAsync(): Promise<string>
   appendAsync(json: string, envelopeJson?: string | undefined | null): Promise<string>
   appendManyAsync(json: string): Promise<string>
@@ -51,6 +59,7 @@ export declare class NativeSession {
   pendingRepairsAsync(): Promise<string>
   recoverAsync(optionsJson?: string | undefined | null): Promise<string>
   snapshotAsync(): Promise<string>
+  exportAsync(format: string): Promise<string>
   beginResponseAsync(optionsJson?: string | undefined | null): Promise<NativeResponseWriter>
   buildContextAsync(optionsJson: string): Promise<string>
   readToolOutputAsync(id: string): Promise<string>
@@ -99,6 +108,8 @@ export declare class NativeSession {
 }
 
 export declare class NativeStore {
+  /** Finds the files of an import; nothing is written until the first step. */
+  beginImport(format: string, path: string, optionsJson?: string | undefined | null): NativeImporter
   createSessionAsync(optionsJson?: string | undefined | null): Promise<NativeSession>
   listSessionsAsync(filterJson?: string | undefined | null): Promise<string>
   importSnapshotAsync(json: string): Promise<NativeSession>
@@ -110,6 +121,7 @@ export declare class NativeStore {
   recallHandleAsync(optionsJson: string | undefined | null, callJson: string): Promise<string>
   verifyAsync(optionsJson?: string | undefined | null): Promise<string>
   closeAsync(): Promise<void>
+  beginImportAsync(format: string, path: string, optionsJson?: string | undefined | null): Promise<NativeImporter>
   static open(path?: string | undefined | null, optionsJson?: string | undefined | null): NativeStore
   get path(): string
   createSession(optionsJson?: string | undefined | null): NativeSession

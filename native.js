@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.NativeImporter = nativeBinding.NativeImporter
 module.exports.NativePages = nativeBinding.NativePages
 module.exports.NativeResponseWriter = nativeBinding.NativeResponseWriter
 module.exports.NativeSession = nativeBinding.NativeSession

@@ -4,6 +4,10 @@
 // Calls on one object run in the order they are made. The data types are those of `threadline`.
 
 import type {
+  ExportFormat,
+  ImportOptions,
+  ImportReport,
+  ImportSource,
   AnthropicContext,
   AnthropicTextBlockParam,
   AnthropicStreamEvent,
@@ -81,6 +85,7 @@ export declare class Store {
   deleteSession(id: string): Promise<void>
 
   verify(options?: VerifyOptions): Promise<VerifyReport>
+  import(source: ImportSource, options?: ImportOptions): Promise<ImportReport>
 
   search(query: string, options?: SearchOptions): Promise<SearchPage>
 
@@ -130,6 +135,7 @@ export declare class Session {
   recover(options?: RecoverOptions): Promise<RecoveryReport>
   beginResponse(options?: ResponseOptions): Promise<ResponseWriter>
   snapshot(): Promise<string>
+  export(format: ExportFormat): Promise<string>
   verify(): Promise<VerifyReport>
   buildContext(options: ContextOptions & { target: 'anthropic'; system: string | TextBlock[] }): Promise<AnthropicContext & { system: string | AnthropicTextBlockParam[] }>
   buildContext(options: ContextOptions & { target: 'anthropic' }): Promise<AnthropicContext>

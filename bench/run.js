@@ -18,7 +18,8 @@
 // on the real Claude Code fixtures (bench/estimate.js, no timing; BENCH_ESTIMATE=0 skips it),
 // long sessions (bench/long.js; BENCH_LONG=0), search (bench/search.js; BENCH_SEARCH=0) and the
 // engines against their bare clients (bench/postgres.js, SQLite and PostgreSQL; BENCH_POSTGRES=0;
-// it starts a throwaway PostgreSQL server unless THREADLINE_TEST_POSTGRES names one).
+// it starts a throwaway PostgreSQL server unless THREADLINE_TEST_POSTGRES names one), and import
+// throughput and the command line (bench/interop.js; BENCH_INTEROP=0).
 
 const fs = require('fs')
 const os = require('os')
@@ -396,6 +397,10 @@ async function main() {
       log('engines (bench/postgres.js): SQLite and PostgreSQL against their bare clients')
       results.postgres = await require('./postgres.js').run({ log })
     }
+    if (process.env.BENCH_INTEROP !== '0') {
+      log('import and the command line (bench/interop.js)')
+      results.interop = await require('./interop.js').run({ log })
+    }
     if (process.env.BENCH_SEARCH !== '0' && !QUICK) {
       // BENCH_SEARCH_BASELINE=<a build before the index>.node adds appends without the index
       log('search (bench/search.js): appends with the index, a store of 1,000,000 real records')
@@ -460,6 +465,7 @@ function printTable(results) {
   if (results.long) lines.push(require('./long.js').format(results.long), '')
   if (results.search) lines.push(require('./search.js').format(results.search), '')
   if (results.postgres) lines.push(require('./postgres.js').format(results.postgres), '')
+  if (results.interop) lines.push(require('./interop.js').format(results.interop), '')
   lines.push(`elapsed ${results.elapsedSeconds.toFixed(0)} s; results in ${path.relative(process.cwd(), RESULTS) || RESULTS}`)
   console.log(lines.join('\n'))
 }

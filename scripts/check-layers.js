@@ -11,7 +11,7 @@ const path = require('node:path')
 
 const src = path.join(__dirname, '..', 'crates', 'threadline', 'src')
 // Lowest first. A module may use its own layer and the layers before it.
-const LAYERS = ['error', 'model', 'storage', 'session', 'store', 'context', 'recovery', 'recall']
+const LAYERS = ['error', 'model', 'storage', 'session', 'store', 'context', 'recovery', 'recall', 'interop']
 // context, recovery and recall sit side by side above store; recall may use context's helpers.
 const ALLOWED_SIDEWAYS = new Set([])
 

@@ -8,6 +8,7 @@
 mod context;
 mod convert;
 mod error;
+mod interop;
 #[macro_use]
 mod job;
 mod promise;

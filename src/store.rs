@@ -24,6 +24,11 @@ impl NativeStore {
             inner: self.inner.clone(),
         }
     }
+
+    /// The core store itself, shared.
+    pub(crate) fn shared(&self) -> Arc<Store> {
+        self.inner.clone()
+    }
 }
 
 fn open(path: Option<String>, options: Option<String>) -> Result<Store> {

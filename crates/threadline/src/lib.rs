@@ -50,6 +50,7 @@ macro_rules! record_columns {
 
 mod context;
 mod error;
+pub mod interop;
 mod model;
 pub mod recall;
 mod recovery;

@@ -285,13 +285,43 @@ impl Session {
         drafts: Vec<(usize, Draft)>,
         skipped: &mut Vec<Skipped>,
     ) -> Result<State> {
+        self.write_tolerant(drafts, skipped, Mode::Restore)
+            .map(|(state, _)| state)
+    }
+
+    /// Records brought in from another agent's files: written in one transaction, those whose
+    /// uuid is already stored with the same content left as they are (a second import of a grown
+    /// file adds only what is new), the invalid ones reported by their index. Returns how many
+    /// were new.
+    /// `dated`: the times a new session takes from its source, when it began and was last
+    /// written (ms), set in the same transaction.
+    pub fn import_records(
+        &self,
+        drafts: Vec<(usize, Draft)>,
+        skipped: &mut Vec<Skipped>,
+        dated: Option<(i64, i64)>,
+    ) -> Result<u64> {
+        self.write_tolerant(drafts, skipped, Mode::Import { dated })
+            .map(|(_, new)| new)
+            .map_err(|e| e.during("import"))
+    }
+
+    /// Writes what is valid in one transaction; an INVALID_INPUT record is reported in `skipped`
+    /// and the rest are written. A restore refuses a session that already has messages.
+    fn write_tolerant(
+        &self,
+        drafts: Vec<(usize, Draft)>,
+        skipped: &mut Vec<Skipped>,
+        mode: Mode,
+    ) -> Result<(State, u64)> {
+        let restore = matches!(mode, Mode::Restore);
         self.shared.writable()?;
         let conn = self.conn()?;
         let tx = Txn::immediate(&conn)?;
         let heartbeat = self.shared.claim(&tx, self.num, &self.id)?;
         let mut tail = self.tail();
         self.sync_tail(&tx, &mut tail)?;
-        if tail.state.messages > 0 {
+        if restore && tail.state.messages > 0 {
             return Err(Error::SessionNotEmpty(format!(
                 "session '{}' already has {} messages; restore into a new session",
                 self.id, tail.state.messages
@@ -311,14 +341,29 @@ impl Session {
             }
         }
         let next = w.tail;
+        let new = next.next_seq - tail.next_seq;
+        if let Mode::Import {
+            dated: Some((created, updated)),
+        } = mode
+        {
+            crate::storage::sessions::set_created(&tx, self.num, created)?;
+            crate::storage::sessions::backdate(&tx, self.num, updated)?;
+        }
         if next.next_seq != tail.next_seq {
             crate::storage::write_order::touch_records(&tx, self.num, next.next_seq)?;
         }
         tx.commit()?;
         *tail = next;
         self.shared.claimed(self.num, heartbeat);
-        Ok(tail.state.clone())
+        Ok((tail.state.clone(), new))
     }
+}
+
+/// What a tolerant write is for.
+#[derive(Clone, Copy)]
+enum Mode {
+    Restore,
+    Import { dated: Option<(i64, i64)> },
 }
 
 /// A write transaction in progress: records inserted through it fold into its tail, which

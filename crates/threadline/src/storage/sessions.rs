@@ -192,6 +192,15 @@ pub(crate) fn backdate(conn: &Db, num: i64, updated_ms: i64) -> Result<()> {
     Ok(())
 }
 
+/// Sets the time session `num` was made: an imported session keeps the time it began.
+pub(crate) fn set_created(conn: &Db, num: i64, created_ms: i64) -> Result<()> {
+    conn.execute(
+        "UPDATE sessions SET created_ms = ?1 WHERE num = ?2",
+        &args![created_ms, num],
+    )?;
+    Ok(())
+}
+
 impl Row {
     /// What makes this a row no session could have (`field: why`), if anything.
     pub(crate) fn problem(&self) -> Option<String> {

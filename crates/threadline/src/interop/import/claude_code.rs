@@ -1,0 +1,278 @@
+//! Claude Code's session files: `~/.claude/projects/<project>/<session>.jsonl`, each subagent in
+//! `<session>/subagents/agent-<id>.jsonl` (with an `agent-<id>.meta.json` beside it), nested the
+//! same way. Records are already envelopes (uuid, parentUuid, sessionId, message): they are
+//! stored as they are. Progress, file-history-snapshot, summary, system and unknown records are
+//! kept as events.
+//!
+//! A subagent becomes a session of its own, `<session>/agent-<id>`, linked to its parent session
+//! and to the tool call that spawned it (`metadata.parentSessionId`, `metadata.parentToolUseId`).
+//! Older files keep subagent conversations inline, marked `isSidechain`: each such chain becomes
+//! a session `<session>/sidechain-<n>` the same way.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::files::Found;
+use super::lines::{json_lines, JsonLine};
+use super::{derived_uuid, display, mark_filled, ImportOptions, Incoming, Line, Read};
+use crate::error::Result;
+use crate::model::options::SessionOptions;
+
+pub(crate) struct Reader {
+    /// (parent session's store id, agent id) -> the tool call that spawned the agent
+    spawned_by: HashMap<(String, String), String>,
+}
+
+impl Reader {
+    pub fn new() -> Reader {
+        Reader {
+            spawned_by: HashMap::new(),
+        }
+    }
+
+    pub fn read(&mut self, f: &Found, text: &str, options: &ImportOptions) -> Result<Read> {
+        let file = display(&f.path);
+        let mut read = Read::default();
+        let lines = json_lines(&file, text, &mut read.skipped);
+        let place = Place::of(&f.path);
+        for l in &lines {
+            self.note_spawn(&place.id, &l.value);
+        }
+        let (main, chains) = split_sidechains(lines, place.agent.is_some());
+        let mut session = self.incoming(&place, &file, main, options);
+        if let Some(agent) = &place.agent {
+            self.link(&mut session.options, &place, agent, &f.path);
+        }
+        read.sessions.push(session);
+        for (n, chain) in chains.into_iter().enumerate() {
+            let sub = Place {
+                id: format!("{}/sidechain-{}", place.id, n + 1),
+                parent: Some(place.id.clone()),
+                agent: None,
+            };
+            let mut s = self.incoming(&sub, &file, chain, options);
+            meta(&mut s.options).insert("parentSessionId".into(), Value::String(place.id.clone()));
+            read.sessions.push(s);
+        }
+        Ok(read)
+    }
+
+    fn incoming(
+        &self,
+        place: &Place,
+        file: &str,
+        lines: Vec<JsonLine>,
+        options: &ImportOptions,
+    ) -> Incoming {
+        let records: Vec<Line> = lines
+            .into_iter()
+            .map(|l| Line {
+                line: Some(l.number),
+                record: with_id(&place.id, l.text, l.nth, l.value),
+            })
+            .collect();
+        let mut o = SessionOptions {
+            project: options
+                .project
+                .clone()
+                .or_else(|| first_str(&records, "cwd")),
+            title: title(&records),
+            model: first_model(&records),
+            ..SessionOptions::default()
+        };
+        if o.model.is_some() {
+            o.provider = Some("anthropic".into());
+        }
+        let mut source = Map::new();
+        source.insert("format".into(), Value::String("claude-code".into()));
+        source.insert("file".into(), Value::String(file.to_string()));
+        meta(&mut o).insert("importedFrom".into(), Value::Object(source));
+        Incoming {
+            id: place.id.clone(),
+            options: o,
+            file: file.to_string(),
+            records,
+        }
+    }
+
+    /// Remembers which tool call spawned which agent: the Task/Agent tool's result names the
+    /// agent (`toolUseResult.agentId`), and so do the progress records the agent sends while it
+    /// runs (`data.agentId` beside `parentToolUseID`), which are there even if the result is not.
+    fn note_spawn(&mut self, session: &str, r: &Map<String, Value>) {
+        let from_result = r
+            .get("toolUseResult")
+            .and_then(|t| t.get("agentId"))
+            .and_then(Value::as_str)
+            .zip(result_call_id(r));
+        let from_progress = r
+            .get("data")
+            .and_then(|d| d.get("agentId"))
+            .and_then(Value::as_str)
+            .zip(r.get("parentToolUseID").and_then(Value::as_str));
+        if let Some((agent, call)) = from_result.or(from_progress) {
+            self.spawned_by
+                .entry((session.to_string(), agent.to_string()))
+                .or_insert_with(|| call.to_string());
+        }
+    }
+
+    fn link(&self, o: &mut SessionOptions, place: &Place, agent: &str, path: &Path) {
+        let parent = place.parent.clone().unwrap_or_default();
+        let call = self
+            .spawned_by
+            .get(&(parent.clone(), agent.to_string()))
+            .cloned();
+        let m = meta(o);
+        m.insert("parentSessionId".into(), Value::String(parent));
+        m.insert("agentId".into(), Value::String(agent.to_string()));
+        if let Some(call) = call {
+            m.insert("parentToolUseId".into(), Value::String(call));
+        }
+        if let Some(described) = agent_meta(path) {
+            m.insert("agent".into(), described);
+        }
+    }
+}
+
+/// Where a file sits: its session's id in the store, its parent's, and its agent id.
+struct Place {
+    id: String,
+    parent: Option<String>,
+    agent: Option<String>,
+}
+
+impl Place {
+    /// `<dir>/<session>.jsonl` is `<session>`; `<session>/subagents/agent-<a>.jsonl` is
+    /// `<session>/agent-<a>`, and one more level down `<session>/agent-<a>/agent-<b>`.
+    fn of(path: &Path) -> Place {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let parts: Vec<String> = path
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let n = parts.len();
+        if n < 3 || parts[n - 2] != "subagents" {
+            return Place {
+                id: stem,
+                parent: None,
+                agent: None,
+            };
+        }
+        // Walk up through `X/subagents/` pairs: each X is an agent folder or the session's.
+        let mut chain = vec![stem.clone()];
+        let mut i = n - 2;
+        while i >= 1 && parts[i] == "subagents" {
+            chain.push(parts[i - 1].clone());
+            if i < 2 {
+                break;
+            }
+            i -= 2;
+        }
+        chain.reverse();
+        let id = chain.join("/");
+        let parent = chain[..chain.len() - 1].join("/");
+        let agent = stem.strip_prefix("agent-").unwrap_or(&stem).to_string();
+        Place {
+            id,
+            parent: Some(parent),
+            agent: Some(agent),
+        }
+    }
+}
+
+/// A record as stored: its own uuid, or one derived from its line; the keys a store fills in
+/// that it lacked are named in `importedWithout`.
+fn with_id(session: &str, text: &str, nth: u64, mut r: Map<String, Value>) -> Map<String, Value> {
+    mark_filled(&mut r);
+    if !r.contains_key("uuid") {
+        r.insert(
+            "uuid".into(),
+            Value::String(derived_uuid(session, text, nth)),
+        );
+    }
+    r
+}
+
+/// Inline subagent chains (`isSidechain: true` in a session's own file), each apart: a record
+/// joins the chain of its parentUuid, or starts one. A subagent's own file is all sidechain and
+/// stays whole.
+fn split_sidechains(lines: Vec<JsonLine>, whole: bool) -> (Vec<JsonLine>, Vec<Vec<JsonLine>>) {
+    if whole {
+        return (lines, Vec::new());
+    }
+    let mut main = Vec::new();
+    let mut chains: Vec<Vec<JsonLine>> = Vec::new();
+    let mut chain_of: HashMap<String, usize> = HashMap::new();
+    for l in lines {
+        if l.value.get("isSidechain") != Some(&Value::Bool(true)) {
+            main.push(l);
+            continue;
+        }
+        let parent = l.value.get("parentUuid").and_then(Value::as_str);
+        let k = match parent.and_then(|p| chain_of.get(p)) {
+            Some(&k) => k,
+            None => {
+                chains.push(Vec::new());
+                chains.len() - 1
+            }
+        };
+        if let Some(u) = l.value.get("uuid").and_then(Value::as_str) {
+            chain_of.insert(u.to_string(), k);
+        }
+        chains[k].push(l);
+    }
+    (main, chains)
+}
+
+fn result_call_id(r: &Map<String, Value>) -> Option<&str> {
+    r.get("message")?
+        .get("content")?
+        .as_array()?
+        .iter()
+        .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))?
+        .get("tool_use_id")?
+        .as_str()
+}
+
+fn agent_meta(path: &Path) -> Option<Value> {
+    let meta = path.with_extension("meta.json");
+    let text = std::fs::read_to_string(meta).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn meta(o: &mut SessionOptions) -> &mut Map<String, Value> {
+    o.metadata.get_or_insert_with(Map::new)
+}
+
+fn first_str(records: &[Line], key: &str) -> Option<String> {
+    records
+        .iter()
+        .find_map(|l| l.record.get(key).and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+fn first_model(records: &[Line]) -> Option<String> {
+    records
+        .iter()
+        .filter_map(|l| l.record.get("message")?.get("model")?.as_str())
+        .find(|m| !m.starts_with('<'))
+        .map(str::to_string)
+}
+
+/// The title Claude Code gave the session: a custom title, else its first summary.
+fn title(records: &[Line]) -> Option<String> {
+    let find = |ty: &str, key: &str| {
+        records
+            .iter()
+            .filter(|l| l.record.get("type").and_then(Value::as_str) == Some(ty))
+            .find_map(|l| l.record.get(key).and_then(Value::as_str))
+            .map(str::to_string)
+    };
+    find("custom-title", "customTitle").or_else(|| find("summary", "summary"))
+}

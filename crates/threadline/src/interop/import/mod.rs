@@ -1,0 +1,326 @@
+//! Import: sessions other agents wrote (Claude Code, Codex, pi, fspec codelet) brought into a
+//! store. Each reader turns its files into [`Incoming`] sessions of records; this module writes
+//! them. Records keep their own ids (or an id derived from the line that holds them), so a second
+//! import of a grown file adds only what is new.
+
+mod claude_code;
+mod codex;
+mod files;
+mod lines;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::model::envelope::Draft;
+use crate::model::options::SessionOptions;
+use crate::store::Store;
+
+/// The formats `import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    ClaudeCode,
+    Codex,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Result<Format> {
+        match s {
+            "claude-code" => Ok(Format::ClaudeCode),
+            "codex" => Ok(Format::Codex),
+            other => Err(Error::InvalidInput(format!(
+                "source.format: expected 'claude-code' or 'codex', got '{other}'"
+            ))),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImportOptions {
+    /// the project of every imported session (else the one the files name)
+    pub project: Option<String>,
+}
+
+/// How far an import has got, given after each file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub files: u64,
+    pub total_files: u64,
+    pub records: u64,
+    pub bytes: u64,
+    pub total_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedLine {
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport {
+    /// sessions found in the source
+    pub sessions: u64,
+    /// of them, sessions the store did not have
+    pub new_sessions: u64,
+    /// records found in the source (lines that were not skipped)
+    pub records: u64,
+    /// of them, records the store did not have
+    pub new_records: u64,
+    /// lines not imported, with the reason
+    pub skipped: Vec<SkippedLine>,
+    /// records kept as events (not messages), counted by their type, unknown types included
+    pub events: BTreeMap<String, u64>,
+}
+
+/// One session as a reader found it: its id in the store, its options when it is new, and its
+/// records in order, each with the line it came from.
+pub(crate) struct Incoming {
+    pub id: String,
+    pub options: SessionOptions,
+    pub file: String,
+    pub records: Vec<Line>,
+}
+
+pub(crate) struct Line {
+    pub line: Option<u64>,
+    pub record: Map<String, Value>,
+}
+
+/// What a reader gives back for one file: sessions, and lines it could not read.
+#[derive(Default)]
+pub(crate) struct Read {
+    pub sessions: Vec<Incoming>,
+    pub skipped: Vec<SkippedLine>,
+}
+
+/// Imports every file of `format` at `path` (a file, or a folder searched to any depth), calling
+/// `progress` after each file.
+pub fn import(
+    store: &Store,
+    format: Format,
+    path: &Path,
+    options: &ImportOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<ImportReport> {
+    let mut importer = Importer::new(format, path, options.clone())?;
+    while let Some(at) = importer.step(store)? {
+        progress(&at);
+    }
+    Ok(importer.into_report())
+}
+
+/// An import in steps of one file, so a caller can report progress between them (and run each
+/// step where it likes: the Node binding runs them on the thread pool).
+pub struct Importer {
+    files: Vec<files::Found>,
+    next: usize,
+    reader: Reader,
+    options: ImportOptions,
+    at: Progress,
+    report: ImportReport,
+}
+
+impl Importer {
+    pub fn new(format: Format, path: &Path, options: ImportOptions) -> Result<Importer> {
+        let files = files::find(format, path).map_err(|e| e.during("import"))?;
+        let at = Progress {
+            total_files: files.len() as u64,
+            total_bytes: files.iter().map(|f| f.bytes).sum(),
+            ..Progress::default()
+        };
+        Ok(Importer {
+            files,
+            next: 0,
+            reader: Reader::new(format),
+            options,
+            at,
+            report: ImportReport::default(),
+        })
+    }
+
+    /// Imports the next file; `None` when every file is done. A file's sessions are each written
+    /// in one transaction.
+    pub fn step(&mut self, store: &Store) -> Result<Option<Progress>> {
+        let Some(f) = self.files.get(self.next) else {
+            return Ok(None);
+        };
+        let mut run = || {
+            let read = self.reader.read(f, &self.options)?;
+            self.report.skipped.extend(read.skipped);
+            for incoming in read.sessions {
+                self.at.records += write(store, incoming, &mut self.report)?;
+            }
+            Ok(())
+        };
+        run().map_err(|e: Error| e.during("import"))?;
+        self.next += 1;
+        self.at.files += 1;
+        self.at.bytes += f.bytes;
+        Ok(Some(self.at))
+    }
+
+    pub fn report(&self) -> &ImportReport {
+        &self.report
+    }
+
+    pub fn into_report(self) -> ImportReport {
+        self.report
+    }
+}
+
+/// The reader of a format; it may carry what one file tells about another (a parent session's
+/// tool calls, for its subagents).
+enum Reader {
+    ClaudeCode(claude_code::Reader),
+    Codex,
+}
+
+impl Reader {
+    fn new(format: Format) -> Reader {
+        match format {
+            Format::ClaudeCode => Reader::ClaudeCode(claude_code::Reader::new()),
+            Format::Codex => Reader::Codex,
+        }
+    }
+
+    fn read(&mut self, f: &files::Found, options: &ImportOptions) -> Result<Read> {
+        let text = files::read_text(&f.path)?;
+        match self {
+            Reader::ClaudeCode(r) => r.read(f, &text, options),
+            Reader::Codex => codex::read(f, &text, options),
+        }
+    }
+}
+
+/// Writes one incoming session: created if the store lacks it, then its records, those already
+/// stored left out. Returns how many records it had.
+fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result<u64> {
+    report.sessions += 1;
+    let mut created = false;
+    let session = match store.open_session(&incoming.id, None) {
+        Ok(s) => s,
+        Err(Error::NotFound(_)) => {
+            created = true;
+            report.new_sessions += 1;
+            let mut options = incoming.options;
+            options.id = Some(incoming.id.clone());
+            store.create_session(options)?
+        }
+        Err(e) => return Err(e),
+    };
+    let mut lines = Vec::with_capacity(incoming.records.len());
+    let mut drafts = Vec::with_capacity(incoming.records.len());
+    let mut skipped = Vec::new();
+    for (i, l) in incoming.records.into_iter().enumerate() {
+        lines.push(l.line);
+        let ty = l
+            .record
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match Draft::from_envelope(l.record) {
+            Ok(mut d) => {
+                d.tokens = token_patch(&d);
+                if d.message.is_none() {
+                    *report.events.entry(ty.unwrap_or_default()).or_default() += 1;
+                }
+                drafts.push((i, d));
+            }
+            Err(e) => skipped.push(crate::session::Skipped {
+                index: i,
+                reason: e.message().to_string(),
+            }),
+        }
+    }
+    let count = drafts.len() as u64;
+    // A new session keeps the times of its source: it began at its first record and was last
+    // written at its last (so `ls` lists imported sessions by when they happened).
+    let dated = created.then(|| span(&drafts)).flatten();
+    report.new_records += session.import_records(drafts, &mut skipped, dated)?;
+    report.records += count - skipped.len() as u64;
+    skipped.sort_by_key(|s| s.index);
+    report
+        .skipped
+        .extend(skipped.into_iter().map(|s| SkippedLine {
+            file: incoming.file.clone(),
+            line: lines[s.index],
+            reason: s.reason,
+        }));
+    session.close();
+    Ok(count)
+}
+
+/// An id for a record that has none of its own, the same on every import of the same file:
+/// derived from the session, the line's text and how many identical lines came before it.
+pub(crate) fn derived_uuid(session: &str, text: &str, nth: u64) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(session.as_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    h.update(nth.to_le_bytes());
+    let d = h.finalize();
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    // an RFC 9562 version 8 (custom) UUID
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    uuid::Uuid::from_bytes(b).to_string()
+}
+
+/// The keys `append` fills in when a record lacks them. An imported record that lacked some gets
+/// `importedWithout` naming them, so an export can give the record back as it was.
+pub(crate) const FILLED_KEYS: [&str; 4] = ["uuid", "parentUuid", "sessionId", "timestamp"];
+
+pub(crate) fn mark_filled(record: &mut Map<String, Value>) {
+    let missing: Vec<Value> = FILLED_KEYS
+        .iter()
+        .filter(|k| !record.contains_key(**k))
+        .map(|k| Value::String((*k).to_string()))
+        .collect();
+    if !missing.is_empty() {
+        record.insert("importedWithout".into(), Value::Array(missing));
+    }
+}
+
+pub(crate) fn display(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// A `token_state` record (Threadline's own, or one an importer made) sets the token tracker.
+fn token_patch(d: &Draft) -> Option<crate::model::state::TokenPatch> {
+    if d.record_type() != "token_state" {
+        return None;
+    }
+    serde_json::from_value(d.env.get("data")?.clone()).ok()
+}
+
+/// The earliest and latest timestamps of the records, in ms.
+fn span(drafts: &[(usize, Draft)]) -> Option<(i64, i64)> {
+    let times = drafts
+        .iter()
+        .filter_map(|(_, d)| d.str_field("timestamp"))
+        .filter_map(crate::model::clock::parse_ms);
+    times.fold(None, |acc, t| match acc {
+        None => Some((t, t)),
+        Some((lo, hi)) => Some((lo.min(t), hi.max(t))),
+    })
+}

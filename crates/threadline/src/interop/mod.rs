@@ -1,0 +1,8 @@
+//! Interop: the histories other agents wrote, brought into a store (`import`), and sessions written
+//! out in other formats (`export`).
+
+pub mod export;
+pub(crate) mod import;
+
+pub use export::{export, ExportFormat};
+pub use import::{import, Format, ImportOptions, ImportReport, Importer, Progress, SkippedLine};

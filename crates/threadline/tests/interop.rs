@@ -1,0 +1,289 @@
+//! Import of other agents' files and export back, on the real fixtures.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use threadline::interop::{export, import, ExportFormat, Format, ImportOptions, Progress};
+use threadline::{
+    validate_messages, validate_openai_chat, validate_openai_responses, ContextOptions,
+    SessionFilter, Store, StoreOptions, Target,
+};
+
+fn fixtures(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(sub)
+}
+
+fn store(dir: &Path, name: &str) -> Store {
+    Store::open(
+        Some(&dir.join(name).to_string_lossy()),
+        StoreOptions::default(),
+    )
+    .unwrap()
+}
+
+fn run(
+    store: &Store,
+    format: Format,
+    path: &Path,
+) -> (threadline::interop::ImportReport, Vec<Progress>) {
+    let mut seen = Vec::new();
+    let report = import(store, format, path, &ImportOptions::default(), &mut |p| {
+        seen.push(*p)
+    })
+    .unwrap();
+    (report, seen)
+}
+
+/// The lines of a JSONL file, with a message's string content as the one text block the store
+/// keeps it as (the one change a store makes to a message).
+fn lines_of(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if let Some(c) = v.get_mut("message").and_then(|m| m.get_mut("content")) {
+                if let Value::String(text) = c {
+                    *c = json!([{"type": "text", "text": text}]);
+                }
+            }
+            v
+        })
+        .collect()
+}
+
+/// Every imported session's context is a valid request for all three targets.
+fn assert_contexts_valid(store: &Store) {
+    for info in store.list_sessions(&SessionFilter::default()).unwrap() {
+        let s = store.open_session(&info.id, None).unwrap();
+        for target in [
+            Target::Anthropic,
+            Target::OpenAiChat,
+            Target::OpenAiResponses,
+        ] {
+            let c = s
+                .build_context(&ContextOptions {
+                    target,
+                    max_tokens: None,
+                    max_messages: None,
+                    system: Some(json!("You are terse.")),
+                    tool_result_preview_chars: None,
+                    reasoning: Default::default(),
+                    model: None,
+                })
+                .unwrap();
+            let problems: Vec<String> = match target {
+                Target::Anthropic => validate_messages(&c.messages)
+                    .iter()
+                    .map(|p| format!("{p:?}"))
+                    .collect(),
+                Target::OpenAiChat => validate_openai_chat(&c.messages)
+                    .iter()
+                    .map(|p| format!("{p:?}"))
+                    .collect(),
+                Target::OpenAiResponses => validate_openai_responses(&c.messages)
+                    .iter()
+                    .map(|p| format!("{p:?}"))
+                    .collect(),
+            };
+            assert!(problems.is_empty(), "{} {target:?}: {problems:?}", info.id);
+        }
+    }
+}
+
+#[test]
+fn claude_code_files_import_every_line_once_and_again_add_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let root = fixtures("claude-code");
+    let (report, progress) = run(&s, Format::ClaudeCode, &root);
+    let files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    let total_lines: usize = files.iter().map(|f| lines_of(f).len()).sum();
+    assert_eq!(report.sessions, files.len() as u64);
+    assert_eq!(report.new_sessions, files.len() as u64);
+    assert_eq!(report.records, total_lines as u64, "{:?}", report.skipped);
+    assert_eq!(report.new_records, total_lines as u64);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(progress.len(), files.len());
+    let last = progress.last().unwrap();
+    assert_eq!(last.files, last.total_files);
+    assert_eq!(last.bytes, last.total_bytes);
+    assert!(report.events["progress"] > 0 && report.events["file-history-snapshot"] > 0);
+
+    // each file's records are stored as they were, in order
+    for f in &files {
+        let id = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let session = s.open_session(&id, None).unwrap();
+        let stored = session.envelopes(0, None).unwrap();
+        let original = lines_of(f);
+        assert_eq!(stored.len(), original.len());
+        for (got, want) in stored.iter().zip(&original) {
+            for (k, v) in want.as_object().unwrap() {
+                assert_eq!(&got[k], v, "{id}: key {k}");
+            }
+        }
+        let info = session.info().unwrap();
+        assert_eq!(
+            info.metadata.unwrap()["importedFrom"]["format"],
+            "claude-code"
+        );
+        assert!(info.project.unwrap().starts_with("/home/"));
+    }
+
+    let (again, _) = run(&s, Format::ClaudeCode, &root);
+    assert_eq!(again.records, report.records);
+    assert_eq!(again.new_records, 0);
+    assert_eq!(again.new_sessions, 0);
+    assert!(again.skipped.is_empty(), "{:?}", again.skipped);
+    assert_contexts_valid(&s);
+}
+
+#[test]
+fn a_grown_file_adds_only_its_new_lines_and_a_bad_line_is_reported_with_its_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let text = std::fs::read_to_string(fixtures("claude-code/tool_heavy.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let file = dir.path().join("d6e0bada.jsonl");
+    let half = lines.len() / 2;
+    std::fs::write(&file, lines[..half].join("\n") + "\n").unwrap();
+    let (first, _) = run(&s, Format::ClaudeCode, &file);
+    assert_eq!(first.new_records, half as u64);
+    let mut grown = lines.join("\n");
+    grown.push_str("\n{not json\n");
+    std::fs::write(&file, grown).unwrap();
+    let (second, _) = run(&s, Format::ClaudeCode, &file);
+    assert_eq!(second.new_records, (lines.len() - half) as u64);
+    assert_eq!(second.records, lines.len() as u64);
+    assert_eq!(second.skipped.len(), 1);
+    assert_eq!(second.skipped[0].line, Some(lines.len() as u64 + 1));
+    assert!(
+        second.skipped[0].reason.starts_with("not JSON"),
+        "{}",
+        second.skipped[0].reason
+    );
+    let session = s.open_session("d6e0bada", None).unwrap();
+    assert_eq!(session.envelopes(0, None).unwrap().len(), lines.len());
+}
+
+#[test]
+fn claude_code_export_gives_the_files_back_and_imports_to_the_same_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = store(dir.path(), "a.db");
+    let root = fixtures("claude-code");
+    run(&a, Format::ClaudeCode, &root);
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for info in a.list_sessions(&SessionFilter::default()).unwrap() {
+        let session = a.open_session(&info.id, None).unwrap();
+        let text = export(&session, ExportFormat::ClaudeCode).unwrap();
+        let original = lines_of(&root.join(format!("{}.jsonl", info.id)));
+        let exported: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            exported, original,
+            "{}: the lines as Claude Code wrote them",
+            info.id
+        );
+        std::fs::write(out.join(format!("{}.jsonl", info.id)), text).unwrap();
+    }
+    let b = store(dir.path(), "b.db");
+    run(&b, Format::ClaudeCode, &out);
+    for info in a.list_sessions(&SessionFilter::default()).unwrap() {
+        let x = a.open_session(&info.id, None).unwrap();
+        let y = b.open_session(&info.id, None).unwrap();
+        assert_eq!(x.messages().unwrap(), y.messages().unwrap());
+        assert_eq!(x.all_messages().unwrap(), y.all_messages().unwrap());
+        assert_eq!(x.turns().unwrap().len(), y.turns().unwrap().len());
+    }
+}
+
+#[test]
+fn a_native_session_exports_one_block_per_line_chained_and_reimports_to_the_same_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = store(dir.path(), "a.db");
+    let s = a.create_session(Default::default()).unwrap();
+    s.append(json!("List src"), None).unwrap();
+    s.append(
+        json!({"role": "assistant", "id": "msg_1", "model": "claude-sonnet-4-5",
+        "content": [{"type": "thinking", "thinking": "look", "signature": "sig"},
+                    {"type": "text", "text": "Listing."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "src"}}],
+        "usage": {"input_tokens": 10, "output_tokens": 5}}),
+        Some(serde_json::from_value(json!({"requestId": "req_1"})).unwrap()),
+    )
+    .unwrap();
+    s.append(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.rs"}]}), None).unwrap();
+    let text = export(&s, ExportFormat::ClaudeCode).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5);
+    for (i, l) in lines.iter().enumerate() {
+        assert!(l.get("seq").is_none());
+        assert_eq!(l["sessionId"], s.id());
+        if i > 0 {
+            assert_eq!(
+                l["parentUuid"],
+                lines[i - 1]["uuid"],
+                "line {i} chains to the one before"
+            );
+        }
+    }
+    for l in &lines[1..4] {
+        assert_eq!(l["message"]["content"].as_array().unwrap().len(), 1);
+        assert_eq!(l["message"]["id"], "msg_1");
+        assert_eq!(l["requestId"], "req_1");
+    }
+    assert_eq!(lines[4]["type"], "user");
+    let file = dir.path().join(format!("{}.jsonl", s.id()));
+    std::fs::write(&file, &text).unwrap();
+    let b = store(dir.path(), "b.db");
+    run(&b, Format::ClaudeCode, &file);
+    let t = b.open_session(s.id(), None).unwrap();
+    let opts = ContextOptions {
+        target: Target::Anthropic,
+        max_tokens: None,
+        max_messages: None,
+        system: None,
+        tool_result_preview_chars: None,
+        reasoning: Default::default(),
+        model: None,
+    };
+    assert_eq!(
+        s.build_context(&opts).unwrap().messages,
+        t.build_context(&opts).unwrap().messages
+    );
+    assert_eq!(t.token_tracker().unwrap().cumulative_output_tokens, 5);
+}
+
+#[test]
+fn a_missing_path_is_not_found_and_an_unknown_format_is_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let e = import(
+        &s,
+        Format::ClaudeCode,
+        &dir.path().join("nope"),
+        &ImportOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "NOT_FOUND");
+    assert!(e.message().contains("nope"), "{}", e.message());
+    assert_eq!(Format::parse("gemini").unwrap_err().code(), "INVALID_INPUT");
+    assert_eq!(
+        ExportFormat::parse("pdf").unwrap_err().code(),
+        "INVALID_INPUT"
+    );
+}
