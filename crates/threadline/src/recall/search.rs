@@ -339,7 +339,13 @@ fn cut(text: &str, at: usize, marks: &[Vec<char>]) -> String {
 
 /// The length of the longest mark matching at `i`, the start of a word.
 fn find_at(chars: &[char], marks: &[Vec<char>], i: usize) -> Option<usize> {
-    if i > 0 && chars[i - 1].is_alphanumeric() && !crate::storage::search_index::is_cjk(chars[i]) {
+    // A match starts a word, a camelCase part of one (the index finds `renderer` in
+    // `TranscriptRenderer`), or is CJK (indexed character by character).
+    if i > 0
+        && chars[i - 1].is_alphanumeric()
+        && !crate::storage::search_index::is_cjk(chars[i])
+        && !crate::storage::search_index::camel_start(chars, i)
+    {
         return None;
     }
     marks
@@ -393,6 +399,20 @@ fn parse_cursor(c: &str, key: u32) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_camel_case_part_is_found_and_marked() {
+        let texts = [
+            "use the TranscriptRenderer here".to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
+        let (_, s) = snippet(&texts, &Field::DEFAULT, &["renderer".into()]);
+        assert_eq!(s, "use the Transcript**Renderer** here");
+        let (_, s) = snippet(&texts, &Field::DEFAULT, &["script".into()]);
+        assert!(!s.contains("**"), "not a part: {s}");
+    }
 
     #[test]
     fn snippets_mark_every_match_and_keep_to_one_line() {

@@ -283,17 +283,25 @@ pub(crate) fn tsvector_of(text: &str) -> String {
     out
 }
 
+/// Whether a camelCase part starts at char `i` of a word (`fooBar` at `B`, `parseJSON` at `J`,
+/// `HTMLParser` at `P`): where the index splits a word, and so where a snippet finds a match.
+pub(crate) fn camel_start(chars: &[char], i: usize) -> bool {
+    if i == 0 || i >= chars.len() {
+        return false;
+    }
+    let (p, c) = (chars[i - 1], chars[i]);
+    let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+    (p.is_lowercase() || p.is_numeric()) && c.is_uppercase()
+        || p.is_uppercase() && c.is_uppercase() && next_lower
+}
+
 /// The parts of a camelCase word (`fooBarBaz`: foo bar baz; `parseJSON`: parse json), added to
 /// `out`; nothing for a word of one case.
 fn camel_parts(word: &str, out: &mut String) {
     let chars: Vec<char> = word.chars().collect();
     let mut starts = vec![0];
     for i in 1..chars.len() {
-        let (p, c) = (chars[i - 1], chars[i]);
-        let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-        if (p.is_lowercase() || p.is_numeric()) && c.is_uppercase()
-            || p.is_uppercase() && c.is_uppercase() && next_lower
-        {
+        if camel_start(&chars, i) {
             starts.push(i);
         }
     }
