@@ -73,7 +73,11 @@ test('packing and installing the published layout', { skip: !supported && `needs
     assert.deepEqual(state.platform.files, ['README.md', nodeFile, 'package.json'].sort())
     state.root = pack(root, tarballs)
     assert.deepEqual(state.root.files, [
-      'CHANGELOG.md', 'LICENSE', 'README.md', 'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
+      'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/threadline.js',
+      'cli/commands/doctor.js', 'cli/commands/ls.js', 'cli/commands/rm.js', 'cli/commands/search.js',
+      'cli/commands/show.js', 'cli/commands/transfer.js', 'cli/commands/usage.js',
+      'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
+      'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
       'native.d.ts', 'native.js', 'package.json', 'promise.d.mts', 'promise.d.ts', 'promise.js', 'promise.mjs',
     ])
     const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
@@ -119,6 +123,12 @@ test('packing and installing the published layout', { skip: !supported && `needs
     const back = JSON.parse(run(process.execPath, ['read.cjs', dbFile, 'cjs'], { cwd: project, env }))
     assert.deepEqual(back.messages.map((m) => m.content[0].text), ['hello from CommonJS', 'hi'])
     assert.equal(back.turns, 1)
+  })
+
+  await t.test('npx threadline: the command installed with the package reads the store', () => {
+    const listed = JSON.parse(run('npx', ['--no-install', 'threadline', 'ls', '--json', '--store', dbFile], { cwd: project, env }))
+    assert.deepEqual(listed.map((s) => s.id), ['cjs'])
+    assert.match(run('npx', ['--no-install', 'threadline', 'show', 'cjs', '--store', dbFile], { cwd: project, env }), /hello from CommonJS/)
   })
 
   await t.test('ESM: named and default imports, append, read back in a new process', () => {

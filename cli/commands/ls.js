@@ -1,0 +1,51 @@
+'use strict'
+// threadline ls: the store's sessions, most recently updated first.
+
+const { colours, printJson, table, oneLine, when, EXIT } = require('../output.js')
+const { withStore } = require('../store.js')
+
+/** The first thing a person typed in the session, for sessions without a title. */
+function firstPrompt(store, id) {
+  const s = store.openSession(id)
+  try {
+    for (const env of s.envelopes({ limit: 50 })) {
+      const m = env.message
+      if (!m || m.role !== 'user' || env.isMeta) continue
+      const text = (m.content ?? []).find((b) => b.type === 'text' && b.text.trim() !== '')
+      if (text) return text.text
+    }
+    return ''
+  } finally {
+    s.close()
+  }
+}
+
+async function ls(opts) {
+  return withStore(opts, (store) => {
+    const filter = { limit: opts.limit }
+    for (const k of ['project', 'status', 'since', 'until']) if (opts[k] !== undefined) filter[k] = opts[k]
+    const sessions = store.listSessions(filter)
+    if (opts.json) {
+      printJson(sessions)
+      return EXIT.ok
+    }
+    if (sessions.length === 0) {
+      process.stdout.write('No sessions.\n')
+      return EXIT.ok
+    }
+    const c = colours(process.stdout)
+    const width = process.stdout.columns || 120
+    const rows = sessions.map((s) => [
+      c.cyan(oneLine(s.id, 40)),
+      when(s.updatedAt),
+      oneLine(s.project ?? '', 28),
+      oneLine(s.title ?? firstPrompt(store, s.id), process.stdout.isTTY ? Math.max(20, width - 110) : 60),
+      String(s.messageCount),
+      s.status === 'interrupted' ? c.red(s.status) : s.status,
+    ])
+    process.stdout.write(`${table(['ID', 'UPDATED', 'PROJECT', 'TITLE OR FIRST PROMPT', 'MSGS', 'STATUS'], rows, c)}\n`)
+    return EXIT.ok
+  })
+}
+
+module.exports = { ls }

@@ -1,0 +1,32 @@
+'use strict'
+// threadline search QUERY: hits across every session, best first.
+
+const { colours, printJson, oneLine, when, EXIT } = require('../output.js')
+const { withStore } = require('../store.js')
+
+async function search(query, opts) {
+  return withStore(opts, (store) => {
+    const o = { limit: opts.limit }
+    if (opts.project) o.project = opts.project
+    if (opts.session) o.sessionId = opts.session
+    if (opts.since) o.since = opts.since
+    if (opts.until) o.until = opts.until
+    if (opts.role) o.roles = opts.role
+    if (opts.field) o.fields = opts.field
+    const page = store.search(query, o)
+    if (opts.json) {
+      printJson(page)
+      return EXIT.ok
+    }
+    const c = colours(process.stdout)
+    if (page.hits.length === 0) process.stdout.write('No matches.\n')
+    for (const h of page.hits) {
+      const snippet = oneLine(h.snippet, 400).replace(/\*\*(.+?)\*\*/g, (_, w) => c.bold(c.yellow(w)))
+      process.stdout.write(`${c.cyan(h.sessionId)} ${c.dim(`#${h.seq} ${when(h.timestamp)} ${h.role} ${h.field}`)}\n  ${snippet}\n`)
+    }
+    if (page.nextCursor) process.stdout.write(c.dim(`(more: --limit ${opts.limit * 2})\n`))
+    return EXIT.ok
+  })
+}
+
+module.exports = { search }

@@ -1,0 +1,91 @@
+'use strict'
+// threadline show ID: a session's transcript in the terminal. Tool calls, their results and
+// thinking are folded to one line each unless --full; events are shown with --full only.
+
+const { colours, printJson, oneLine, when, EXIT } = require('../output.js')
+const { withStore, resolveId } = require('../store.js')
+
+const FOLD = 100
+
+function blockLines(b, c, full, width) {
+  const cut = (s) => (full ? s : oneLine(s, width))
+  switch (b.type) {
+    case 'text':
+      return [b.text]
+    case 'thinking':
+      return full ? [c.dim(c.italic(`✻ thinking\n${b.thinking}`))] : [c.dim(`✻ thinking (${b.thinking.length} chars)`)]
+    case 'redacted_thinking':
+      return [c.dim('✻ thinking (redacted)')]
+    case 'tool_use':
+    case 'server_tool_use': {
+      const input = JSON.stringify(b.input ?? {}, null, full ? 2 : 0)
+      return [`${c.yellow('▸')} ${c.bold(b.name)} ${c.dim(cut(input))}`]
+    }
+    case 'tool_result': {
+      const text = resultText(b.content)
+      const lines = text.split('\n').length
+      const mark = b.is_error ? c.red('◂ error') : c.green('◂ result')
+      return full ? [`${mark}\n${text}`] : [`${mark} ${c.dim(`(${lines} line${lines === 1 ? '' : 's'})`)} ${cut(text)}`]
+    }
+    case 'image':
+    case 'document':
+      return [c.magenta(`[${b.type}: ${b.source?.media_type ?? b.source?.type ?? '?'}]`)]
+    default:
+      return [c.dim(`[${b.type}]`)]
+  }
+}
+
+function resultText(content) {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  return content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
+}
+
+function eventLine(env, c) {
+  const sub = env.subtype ?? env.data?.type
+  return c.dim(`· ${env.type}${sub ? ` (${sub})` : ''} ${when(env.timestamp)}`)
+}
+
+async function show(id, opts) {
+  return withStore(opts, (store) => {
+    const sid = resolveId(store, id)
+    const s = store.openSession(sid)
+    try {
+      const info = s.info
+      const records = s.envelopes()
+      if (opts.json) {
+        printJson({ info, records })
+        return EXIT.ok
+      }
+      const c = colours(process.stdout)
+      const width = Math.max(40, (process.stdout.columns || 120) - 20)
+      const out = [c.bold(info.title ?? `Session ${info.id}`), c.dim(`${info.id} · ${info.project ?? 'no project'} · ${info.model ?? ''} · ${info.messageCount} messages · ${info.status}`), '']
+      let previous = null
+      for (const env of records) {
+        const m = env.message
+        if (!m) {
+          if (opts.full) out.push(eventLine(env, c))
+          continue
+        }
+        // Claude Code writes one response as a record per block: one heading for them all.
+        const same = previous && previous.role === m.role && m.id !== undefined && previous.id === m.id
+        if (!same) {
+          if (previous) out.push('')
+          const who = m.role === 'assistant' ? c.blue(c.bold('Assistant')) : c.green(c.bold('User'))
+          out.push(`${who} ${c.dim(when(env.timestamp))}`)
+        }
+        previous = m
+        for (const b of m.content ?? []) {
+          if (b.type === 'text' && b.text.trim() === '' && !opts.full) continue
+          out.push(...blockLines(b, c, opts.full, Math.min(width, FOLD)))
+        }
+      }
+      process.stdout.write(`${out.join('\n')}\n`)
+      return EXIT.ok
+    } finally {
+      s.close()
+    }
+  })
+}
+
+module.exports = { show }

@@ -1,0 +1,77 @@
+'use strict'
+// threadline import FORMAT PATH and threadline export ID: other agents' files in, a session out.
+
+const fs = require('node:fs')
+const { colours, printJson, EXIT } = require('../output.js')
+const { withStore, resolveId } = require('../store.js')
+
+/** One line redrawn in place on a terminal: files, megabytes, records. */
+function progressBar(stream) {
+  const c = colours(stream)
+  let drawn = false
+  return {
+    update(p) {
+      const width = 30
+      const done = p.totalBytes > 0 ? p.bytes / p.totalBytes : 1
+      const fill = Math.round(done * width)
+      const mb = (n) => (n / 1e6).toFixed(1)
+      stream.write(`\r${c.cyan('█'.repeat(fill))}${c.dim('░'.repeat(width - fill))} ${p.files}/${p.totalFiles} files  ${mb(p.bytes)}/${mb(p.totalBytes)} MB  ${p.records} records`)
+      drawn = true
+    },
+    end() {
+      if (drawn) stream.write('\n')
+    },
+  }
+}
+
+async function importFiles(format, from, opts) {
+  return withStore(opts, async (store) => {
+    const bar = process.stderr.isTTY && !opts.json ? progressBar(process.stderr) : null
+    const options = {}
+    if (opts.project) options.project = opts.project
+    if (bar) options.onProgress = (p) => bar.update(p)
+    let report
+    try {
+      report = await store.import({ format, path: from }, options)
+    } finally {
+      if (bar) bar.end()
+    }
+    if (opts.json) {
+      printJson(report)
+      return EXIT.ok
+    }
+    const c = colours(process.stdout)
+    const out = [
+      `${c.bold(String(report.newSessions))} new of ${report.sessions} sessions, ${c.bold(String(report.newRecords))} new of ${report.records} records`,
+    ]
+    const events = Object.entries(report.events)
+    if (events.length > 0) out.push(c.dim(`kept as events: ${events.map(([k, n]) => `${k} ${n}`).join(', ')}`))
+    if (report.skipped.length > 0) {
+      out.push(c.yellow(`${report.skipped.length} line(s) skipped:`))
+      for (const s of report.skipped.slice(0, 20)) out.push(`  ${s.file}${s.line ? `:${s.line}` : ''}: ${s.reason}`)
+      if (report.skipped.length > 20) out.push(`  ... and ${report.skipped.length - 20} more (--json lists them all)`)
+    }
+    process.stdout.write(`${out.join('\n')}\n`)
+    return EXIT.ok
+  })
+}
+
+async function exportSession(id, opts) {
+  return withStore(opts, (store) => {
+    const s = store.openSession(resolveId(store, id))
+    try {
+      const text = s.export(opts.format)
+      if (opts.output) {
+        fs.writeFileSync(opts.output, text)
+        process.stderr.write(`wrote ${opts.output} (${text.length} characters)\n`)
+      } else {
+        process.stdout.write(text)
+      }
+      return EXIT.ok
+    } finally {
+      s.close()
+    }
+  }, { readonly: true })
+}
+
+module.exports = { importFiles, exportSession }

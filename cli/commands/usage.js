@@ -1,0 +1,124 @@
+'use strict'
+// threadline usage: tokens and cost per day, project, session or model, like ccusage. Usage is
+// each provider response's, counted once: Claude Code stores one response as several records
+// (a content block each, the same usage on each), so records are keyed by message id (else
+// request id); sessions whose messages carry no usage (Codex rollouts) count their token_state
+// records instead.
+
+const fs = require('node:fs')
+const { colours, printJson, table, EXIT, UsageError } = require('../output.js')
+const { withStore } = require('../store.js')
+const { PRICES, PRICES_AS_OF, priceOf } = require('../prices.js')
+
+const BY = ['day', 'project', 'session', 'model']
+
+function localDay(iso) {
+  const d = new Date(iso)
+  const p = (x) => String(x).padStart(2, '0')
+  return Number.isNaN(d.getTime()) ? 'unknown' : `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`
+}
+
+/** Each response's usage in one session: { timestamp, model, input, output, cacheRead, cacheWrite }. */
+function responses(envelopes, info) {
+  const byKey = new Map()
+  for (const env of envelopes) {
+    const m = env.message
+    if (!m || m.role !== 'assistant' || !m.usage) continue
+    const key = m.id ?? env.requestId ?? env.uuid
+    const u = m.usage
+    byKey.set(key, {
+      timestamp: env.timestamp,
+      model: m.model ?? info.model ?? 'unknown',
+      input: u.input_tokens ?? 0,
+      output: u.output_tokens ?? 0,
+      cacheRead: u.cache_read_input_tokens ?? 0,
+      cacheWrite: u.cache_creation_input_tokens ?? 0,
+    })
+  }
+  if (byKey.size > 0) return [...byKey.values()]
+  return envelopes
+    .filter((e) => e.type === 'token_state' && e.data)
+    .map((e) => ({
+      timestamp: e.timestamp,
+      model: info.model ?? 'unknown',
+      input: e.data.inputTokens ?? 0,
+      output: e.data.outputTokens ?? 0,
+      cacheRead: e.data.cacheReadInputTokens ?? 0,
+      cacheWrite: e.data.cacheCreationInputTokens ?? 0,
+    }))
+}
+
+function loadPrices(file) {
+  if (!file) return PRICES
+  try {
+    return { ...PRICES, ...JSON.parse(fs.readFileSync(file, 'utf8')) }
+  } catch (e) {
+    throw new UsageError(`--prices ${file}: ${e.message}`)
+  }
+}
+
+function tally(store, opts, prices) {
+  const rows = new Map()
+  const unpriced = new Set()
+  const filter = { limit: 1_000_000 }
+  if (opts.project) filter.project = opts.project
+  for (const info of store.listSessions(filter)) {
+    const s = store.openSession(info.id)
+    let found
+    try {
+      found = responses(s.envelopes(), info)
+    } finally {
+      s.close()
+    }
+    for (const r of found) {
+      if (opts.since && r.timestamp < opts.since) continue
+      if (opts.until && r.timestamp > opts.until) continue
+      const key = { day: localDay(r.timestamp), project: info.project ?? '(none)', session: info.id, model: r.model }[opts.by]
+      const row = rows.get(key) ?? { key, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, totalTokens: 0, costUSD: 0 }
+      row.inputTokens += r.input
+      row.outputTokens += r.output
+      row.cacheReadTokens += r.cacheRead
+      row.cacheWriteTokens += r.cacheWrite
+      row.totalTokens += r.input + r.output + r.cacheRead + r.cacheWrite
+      const p = priceOf(prices, r.model)
+      if (!p) unpriced.add(r.model)
+      if (p && row.costUSD !== null) row.costUSD += (r.input * p.input + r.output * p.output + r.cacheRead * p.cacheRead + r.cacheWrite * p.cacheWrite) / 1e6
+      else row.costUSD = null
+      rows.set(key, row)
+    }
+  }
+  return { rows: [...rows.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)), unpriced: [...unpriced].sort() }
+}
+
+function totalOf(rows) {
+  const t = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, totalTokens: 0, costUSD: 0 }
+  for (const r of rows) {
+    for (const k of ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'totalTokens']) t[k] += r[k]
+    t.costUSD = t.costUSD === null || r.costUSD === null ? null : t.costUSD + r.costUSD
+  }
+  return t
+}
+
+async function usage(opts) {
+  if (!BY.includes(opts.by)) throw new UsageError(`--by: expected one of ${BY.join(', ')}, got '${opts.by}'`)
+  const prices = loadPrices(opts.prices)
+  return withStore(opts, (store) => {
+    const { rows, unpriced } = tally(store, opts, prices)
+    const totals = totalOf(rows)
+    if (opts.json) {
+      printJson({ by: opts.by, pricesAsOf: opts.prices ? `${PRICES_AS_OF} with ${opts.prices}` : PRICES_AS_OF, rows, totals, unpricedModels: unpriced })
+      return EXIT.ok
+    }
+    const c = colours(process.stdout)
+    const n = (x) => x.toLocaleString('en-US')
+    const cost = (x) => (x === null ? '?' : `$${x.toFixed(2)}`)
+    const line = (label, r) => [label, n(r.inputTokens), n(r.outputTokens), n(r.cacheReadTokens), n(r.cacheWriteTokens), n(r.totalTokens), cost(r.costUSD)]
+    const body = rows.map((r) => line(r.key, r))
+    body.push(line(c.bold('total'), totals))
+    process.stdout.write(`${table([opts.by.toUpperCase(), 'INPUT', 'OUTPUT', 'CACHE READ', 'CACHE WRITE', 'TOTAL', 'COST'], body, c)}\n`)
+    process.stdout.write(c.dim(`prices as of ${PRICES_AS_OF}${opts.prices ? ` with ${opts.prices}` : ''}${unpriced.length ? `; no price for ${unpriced.join(', ')} (cost '?'; give one with --prices FILE.json)` : ''}\n`))
+    return EXIT.ok
+  }, { readonly: true })
+}
+
+module.exports = { usage, responses }

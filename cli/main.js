@@ -1,0 +1,115 @@
+'use strict'
+// The command line's commands and options (commander), and how errors become one line and an
+// exit code: 0 done, 1 the store refused (its code in the line), 2 bad usage, 3 doctor found
+// problems.
+
+const { Command, Option, InvalidArgumentError, CommanderError } = require('commander')
+const { errorLine, UsageError, EXIT } = require('./output.js')
+const { ls } = require('./commands/ls.js')
+const { show } = require('./commands/show.js')
+const { search } = require('./commands/search.js')
+const { importFiles, exportSession } = require('./commands/transfer.js')
+const { usage } = require('./commands/usage.js')
+const { doctor } = require('./commands/doctor.js')
+const { rm } = require('./commands/rm.js')
+
+function count(value) {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1.')
+  return n
+}
+
+function date(value) {
+  if (Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected an ISO 8601 date, e.g. 2026-01-31 or 2026-01-31T12:00:00Z.')
+  return new Date(value).toISOString()
+}
+
+function list(value, previous) {
+  return [...(previous ?? []), value]
+}
+
+function program() {
+  const p = new Command('threadline')
+    .description('Look inside a Threadline store: list, read, search, import, export and check sessions.')
+    .version(require('../package.json').version)
+    .option('--store <path|url>', 'the store: a file path or a postgres:// URL (default: THREADLINE_HOME or the per-user data dir)')
+    .option('--json', 'print JSON for scripts')
+    .configureOutput({ outputError: (str, write) => write(`threadline: USAGE: ${str.trim().replace(/^error: /, '')} (see --help)\n`) })
+    .exitOverride()
+  p.command('ls')
+    .description('list sessions, most recently updated first')
+    .option('--project <name>', 'only this project')
+    .addOption(new Option('--status <status>', 'only this status').choices(['active', 'completed', 'failed', 'interrupted']))
+    .option('--since <date>', 'updated at or after', date)
+    .option('--until <date>', 'updated at or before', date)
+    .option('--limit <n>', 'at most this many', count, 50)
+    .action(run((o) => ls(o)))
+  p.command('show <id>')
+    .description('print a session (an id or an unambiguous start of one); tool calls and thinking folded')
+    .option('--full', 'everything unfolded, events too')
+    .action(run((o, id) => show(id, o)))
+  p.command('search <query>')
+    .description('search every session: words, "phrases", prefix*, a OR b, -excluded')
+    .option('--project <name>', 'only this project')
+    .option('--session <id>', 'only this session')
+    .addOption(new Option('--role <role>', 'only this role (repeatable)').choices(['user', 'assistant']).argParser(list))
+    .addOption(new Option('--field <field>', 'search these fields (repeatable; default text, tool_input)').choices(['text', 'thinking', 'tool_input', 'tool_output']).argParser(list))
+    .option('--since <date>', 'at or after', date)
+    .option('--until <date>', 'at or before', date)
+    .option('--limit <n>', 'at most this many hits', count, 20)
+    .action(run((o, q) => search(q, o)))
+  p.command('import <format> <path>')
+    .description("bring in another agent's sessions: format claude-code (a file, a project folder or ~/.claude/projects) or codex (~/.codex/sessions)")
+    .option('--project <name>', 'the project of every imported session')
+    .action(run((o, format, from) => importFiles(format, from, o)))
+  p.command('export <id>')
+    .description('write a session out')
+    .addOption(new Option('--format <format>', 'the format').choices(['claude-code', 'markdown', 'html', 'snapshot']).makeOptionMandatory())
+    .option('-o, --output <file>', 'write to a file instead of standard output')
+    .action(run((o, id) => exportSession(id, o)))
+  p.command('usage')
+    .description('tokens and cost per day, project, session or model')
+    .addOption(new Option('--by <key>', 'group by').choices(['day', 'project', 'session', 'model']).default('day'))
+    .option('--project <name>', 'only this project')
+    .option('--since <date>', 'responses at or after', date)
+    .option('--until <date>', 'responses at or before', date)
+    .option('--prices <file>', 'a JSON price table that overrides the built-in one (USD per million tokens)')
+    .action(run((o) => usage(o)))
+  p.command('doctor')
+    .description('interrupted sessions, pending repairs and the integrity check; exit 3 when something needs attention')
+    .option('--quick', 'the quicker integrity check of the file')
+    .action(run((o) => doctor(o)))
+  p.command('rm <id>')
+    .description('delete a session')
+    .action(run((o, id) => rm(id, o)))
+  return p
+}
+
+let exitCode = EXIT.ok
+
+/** An action: its options merged with the global ones, its exit code kept. */
+function run(fn) {
+  return async (...args) => {
+    const cmd = args.at(-1)
+    const positional = args.slice(0, cmd.registeredArguments.length)
+    exitCode = await fn(cmd.optsWithGlobals(), ...positional)
+  }
+}
+
+async function main(argv) {
+  exitCode = EXIT.ok
+  try {
+    await program().parseAsync(argv)
+    return exitCode
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT.ok
+      return EXIT.usage
+    }
+    process.stderr.write(`${errorLine(e)}\n`)
+    if (e instanceof UsageError) return EXIT.usage
+    return EXIT.error
+  }
+}
+
+module.exports = { main, program }
