@@ -287,3 +287,237 @@ fn a_missing_path_is_not_found_and_an_unknown_format_is_invalid_input() {
         "INVALID_INPUT"
     );
 }
+
+/// A Claude Code project folder as Claude Code lays it out: the session's file and its
+/// subagents' folder (the real files of fixtures/claude-code and fixtures/claude-code-subagents).
+fn project_folder(dir: &Path) -> PathBuf {
+    let sid = "4d5611e5-241a-462a-8d15-5122611a9569";
+    let project = dir.join("projects/-home-USER-projects-spotter-worktrees-spotter-dov");
+    std::fs::create_dir_all(project.join(sid).join("subagents")).unwrap();
+    std::fs::copy(
+        fixtures("claude-code/compacted-session.jsonl"),
+        project.join(format!("{sid}.jsonl")),
+    )
+    .unwrap();
+    let subagents = fixtures("claude-code-subagents")
+        .join(sid)
+        .join("subagents");
+    for e in std::fs::read_dir(subagents).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(
+            e.path(),
+            project.join(sid).join("subagents").join(e.file_name()),
+        )
+        .unwrap();
+    }
+    dir.join("projects")
+}
+
+#[test]
+fn subagent_files_become_sessions_linked_to_their_parent_and_the_call_that_spawned_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let root = project_folder(dir.path());
+    let (report, progress) = run(&s, Format::ClaudeCode, &root);
+    assert_eq!(progress.len(), 3);
+    assert_eq!(report.sessions, 3);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let sid = "4d5611e5-241a-462a-8d15-5122611a9569";
+    let explore = s
+        .open_session(&format!("{sid}/agent-a2898e3"), None)
+        .unwrap();
+    let m = explore.info().unwrap().metadata.unwrap();
+    assert_eq!(m["parentSessionId"], sid);
+    assert_eq!(m["parentToolUseId"], "toolu_017pLRuPHYTX5t99EnLyV53m");
+    assert_eq!(m["agentId"], "a2898e3");
+    assert_eq!(m["agentKind"], "subagent");
+    // the call is in the parent, and its result names the agent
+    let parent = s.open_session(sid, None).unwrap();
+    let spawned = parent
+        .envelopes(0, None)
+        .unwrap()
+        .into_iter()
+        .find(|r| r["toolUseResult"]["agentId"] == "a2898e3")
+        .unwrap();
+    assert_eq!(
+        spawned["message"]["content"][0]["tool_use_id"],
+        "toolu_017pLRuPHYTX5t99EnLyV53m"
+    );
+    assert_eq!(explore.envelopes(0, None).unwrap().len(), 144);
+    let compaction = s
+        .open_session(&format!("{sid}/agent-acompact-e1f845"), None)
+        .unwrap();
+    let m = compaction.info().unwrap().metadata.unwrap();
+    assert_eq!(m["agentKind"], "compaction");
+    assert!(m.get("parentToolUseId").is_none());
+    assert_eq!(
+        m["parentRecordUuid"],
+        "6d942f99-74cb-4183-92e6-69aa915cb5f6"
+    );
+    assert_contexts_valid(&s);
+    let (again, _) = run(&s, Format::ClaudeCode, &root);
+    assert_eq!((again.new_sessions, again.new_records), (0, 0));
+}
+
+#[test]
+fn inline_sidechains_become_sessions_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    // An older file's layout: the subagent's records inline in the session's file, marked
+    // isSidechain (the real records, interleaved after the spawning call).
+    let main = std::fs::read_to_string(fixtures("claude-code/short.jsonl")).unwrap();
+    let side = std::fs::read_to_string(fixtures(
+        "claude-code-subagents/4d5611e5-241a-462a-8d15-5122611a9569/subagents/agent-a2898e3.jsonl",
+    ))
+    .unwrap();
+    let mut lines: Vec<&str> = main.lines().collect();
+    let at = lines.len() / 2;
+    let side: Vec<&str> = side.lines().collect();
+    lines.splice(at..at, side.iter().copied());
+    let file = dir.path().join("mixed.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let (report, _) = run(&s, Format::ClaudeCode, &file);
+    assert_eq!(report.sessions, 2);
+    assert_eq!(
+        s.open_session("mixed", None)
+            .unwrap()
+            .envelopes(0, None)
+            .unwrap()
+            .len(),
+        main.lines().count()
+    );
+    let chain = s.open_session("mixed/sidechain-1", None).unwrap();
+    assert_eq!(chain.envelopes(0, None).unwrap().len(), side.len());
+    assert_eq!(
+        chain.info().unwrap().metadata.unwrap()["parentSessionId"],
+        "mixed"
+    );
+    assert_contexts_valid(&s);
+}
+
+#[test]
+fn codex_rollouts_import_with_their_messages_events_subagents_and_a_bad_line_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let root = fixtures("codex");
+    let (report, progress) = run(&s, Format::Codex, &root);
+    assert_eq!(progress.len(), 6);
+    assert_eq!(report.sessions, 6);
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert!(report.skipped[0]
+        .file
+        .ends_with("rollout-66666666-6666-4666-8666-666666666666.jsonl"));
+    assert_eq!(report.skipped[0].line, Some(3));
+    assert_eq!(
+        report.events["future_synthetic_record"], 1,
+        "an unknown type is kept and counted"
+    );
+
+    let main = s
+        .open_session("11111111-1111-4111-8111-111111111111", None)
+        .unwrap();
+    let info = main.info().unwrap();
+    assert_eq!(
+        info.project.as_deref(),
+        Some("/workspace/synthetic-project")
+    );
+    assert_eq!(info.model.as_deref(), Some("synthetic-model"));
+    let roles: Vec<String> = main
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let blocks: Vec<&str> = m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["type"].as_str().unwrap())
+                .collect();
+            format!("{} {}", m["role"].as_str().unwrap(), blocks.join(","))
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user text",
+            "assistant openai_reasoning",
+            "assistant tool_use",
+            "user tool_result",
+            "assistant tool_use",
+            "user tool_result",
+            "assistant tool_use",
+            "user tool_result",
+            "assistant text"
+        ]
+    );
+    // every line is a record, the unknown one too
+    assert_eq!(main.envelopes(0, None).unwrap().len(), 14);
+    assert_eq!(main.turns().unwrap().len(), 1);
+
+    let sub = s
+        .open_session("33333333-3333-4333-8333-333333333333", None)
+        .unwrap();
+    let m = sub.info().unwrap().metadata.unwrap();
+    assert_eq!(m["parentSessionId"], "22222222-2222-4222-8222-222222222222");
+    assert_eq!(m["parentToolUseId"], "call-spawn-001");
+
+    let legacy = s
+        .open_session("44444444-4444-4444-8444-444444444444", None)
+        .unwrap();
+    let texts: Vec<Value> = legacy
+        .messages()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            json!("Open the synthetic legacy session."),
+            json!("The synthetic legacy session is open.")
+        ]
+    );
+    assert_eq!(
+        legacy.envelopes(0, None).unwrap()[0]["type"],
+        "session_meta"
+    );
+
+    assert_contexts_valid(&s);
+    let (again, _) = run(&s, Format::Codex, &root);
+    assert_eq!((again.new_sessions, again.new_records), (0, 0));
+}
+
+#[test]
+fn compaction_after_a_rewind_starts_the_context_at_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let file = fixtures("claude-code-log/dag_compact_after_rewind.jsonl");
+    let (report, _) = run(&s, Format::ClaudeCode, &file);
+    assert_eq!(report.records, 12);
+    let session = s.open_session("dag_compact_after_rewind", None).unwrap();
+    let c = session
+        .build_context(&ContextOptions {
+            target: Target::Anthropic,
+            max_tokens: None,
+            max_messages: None,
+            system: None,
+            tool_result_preview_chars: None,
+            reasoning: Default::default(),
+            model: None,
+        })
+        .unwrap();
+    let texts: Vec<String> = c
+        .messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().clone())
+        .filter_map(|b| b["text"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        texts[0].contains("Summary: the user asked for a plan."),
+        "{texts:?}"
+    );
+    assert_eq!(&texts[1..], ["After compaction", "Final answer"]);
+    assert!(validate_messages(&c.messages).is_empty());
+    // the whole log is kept, both branches
+    assert_eq!(session.all_messages().unwrap().len(), 11);
+}

@@ -41,9 +41,18 @@ impl Reader {
             self.note_spawn(&place.id, &l.value);
         }
         let (main, chains) = split_sidechains(lines, place.agent.is_some());
+        let branched_at = main
+            .first()
+            .and_then(|l| l.value.get("parentUuid"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let mut session = self.incoming(&place, &file, main, options);
         if let Some(agent) = &place.agent {
             self.link(&mut session.options, &place, agent, &f.path);
+            if let Some(uuid) = branched_at {
+                // where in the parent the agent began (a compaction agent names its record)
+                meta(&mut session.options).insert("parentRecordUuid".into(), Value::String(uuid));
+            }
         }
         read.sessions.push(session);
         for (n, chain) in chains.into_iter().enumerate() {
@@ -127,6 +136,13 @@ impl Reader {
         let m = meta(o);
         m.insert("parentSessionId".into(), Value::String(parent));
         m.insert("agentId".into(), Value::String(agent.to_string()));
+        // Claude Code runs a compaction as an agent of its own, `agent-acompact-<id>`.
+        let kind = if agent.starts_with("acompact-") {
+            "compaction"
+        } else {
+            "subagent"
+        };
+        m.insert("agentKind".into(), Value::String(kind.into()));
         if let Some(call) = call {
             m.insert("parentToolUseId".into(), Value::String(call));
         }

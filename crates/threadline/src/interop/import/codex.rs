@@ -23,9 +23,11 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
     let lines = json_lines(&file, text, &mut read.skipped);
     let meta = lines
         .iter()
-        .find(|l| l.value.get("type").and_then(Value::as_str) == Some("session_meta"))
-        .and_then(|l| l.value.get("payload"))
-        .cloned()
+        .find_map(|l| match l.value.get("type").and_then(Value::as_str) {
+            Some("session_meta") => l.value.get("payload").cloned(),
+            None if is_legacy_header(&l.value) => Some(Value::Object(l.value.clone())),
+            _ => None,
+        })
         .unwrap_or(Value::Null);
     let id = meta
         .get("id")
@@ -60,9 +62,23 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
     let mut source = Map::new();
     source.insert("format".into(), Value::String("codex".into()));
     source.insert("file".into(), Value::String(file.clone()));
-    o.metadata
-        .get_or_insert_with(Map::new)
-        .insert("importedFrom".into(), Value::Object(source));
+    let m = o.metadata.get_or_insert_with(Map::new);
+    m.insert("importedFrom".into(), Value::Object(source));
+    // A subagent's thread names the thread and the call that spawned it.
+    let spawn = meta.pointer("/source/subagent/thread_spawn");
+    if let Some(parent) = spawn
+        .and_then(|s| s.get("parent_thread_id"))
+        .and_then(Value::as_str)
+    {
+        m.insert("parentSessionId".into(), Value::String(parent.into()));
+        m.insert("agentKind".into(), Value::String("subagent".into()));
+        if let Some(call) = spawn
+            .and_then(|s| s.get("spawn_call_id"))
+            .and_then(Value::as_str)
+        {
+            m.insert("parentToolUseId".into(), Value::String(call.into()));
+        }
+    }
     read.sessions.push(Incoming {
         id,
         options: o,
@@ -86,6 +102,20 @@ fn records_of(l: &JsonLine) -> Vec<Map<String, Value>> {
     };
     match ty {
         "response_item" => messages(&payload).into_iter().map(with_ts).collect(),
+        // Rollouts before the `{timestamp, type, payload}` lines (2025): a header, then bare
+        // items. Each is kept whole: the header as the session_meta payload, an item as a message.
+        "" if is_legacy_header(v) => {
+            let mut m = Map::new();
+            if let Some(t) = ts.clone() {
+                m.insert("timestamp".into(), t);
+            }
+            m.insert("type".into(), json!("session_meta"));
+            m.insert("payload".into(), Value::Object(v.clone()));
+            vec![m]
+        }
+        t if !v.contains_key("payload") && ITEM_TYPES.contains(&t) => {
+            messages(&Value::Object(v.clone()))
+        }
         "compacted" => {
             let summary = payload.get("message").and_then(Value::as_str).unwrap_or("");
             let mut m = Map::new();
@@ -117,6 +147,24 @@ fn records_of(l: &JsonLine) -> Vec<Map<String, Value>> {
             vec![m]
         }
     }
+}
+
+/// The Responses item types a legacy rollout writes as bare lines.
+const ITEM_TYPES: [&str; 9] = [
+    "message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "local_shell_call_output",
+    "web_search_call",
+];
+
+/// The first line of a legacy rollout: `{id, timestamp, ...}` with no type.
+fn is_legacy_header(v: &Map<String, Value>) -> bool {
+    !v.contains_key("type") && v.get("id").is_some_and(Value::is_string)
 }
 
 /// A Responses item as messages. What the converter cannot say, or an item that is no message
