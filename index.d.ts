@@ -873,7 +873,7 @@ export interface Damage {
 /** What `session.verify()` and `store.verify()` found. */
 /** What `store.import` reads. */
 export interface ImportSource {
-  format: 'claude-code' | 'codex'
+  format: 'claude-code' | 'codex' | 'pi'
   /** a file, or a folder searched to any depth */
   path: string
 }
@@ -1136,7 +1136,8 @@ export declare class Store {
   /**
    * Brings in the sessions another agent wrote: `'claude-code'` (a session file, a project folder
    * or the whole `~/.claude/projects` folder; subagent files become sessions of their own, linked
-   * to their parent in `info.metadata`), or `'codex'` (rollout files, or `~/.codex/sessions`).
+   * to their parent in `info.metadata`), `'codex'` (rollout files, or `~/.codex/sessions`), or
+   * `'pi'` (`~/.pi/agent/sessions`). docs/import.md says what each record becomes.
    * Records keep their own ids, so importing again adds only what is new. A line that cannot be
    * read is reported in `skipped` with its file and line; the rest imports. One file at a time
    * runs on the thread pool; `onProgress` is called after each.

@@ -133,7 +133,7 @@ test('bad sources and options are INVALID_INPUT naming the field, a missing path
   t.after(() => store.close())
   const cases = [
     [undefined, undefined, 'INVALID_INPUT', /import: source: expected \{ format, path \}/],
-    [{ format: 'gemini', path: CLAUDE }, undefined, 'INVALID_INPUT', /source\.format: expected one of 'claude-code', 'codex', got 'gemini'/],
+    [{ format: 'gemini', path: CLAUDE }, undefined, 'INVALID_INPUT', /source\.format: expected one of 'claude-code', 'codex', 'pi', got 'gemini'/],
     [{ format: 'claude-code' }, undefined, 'INVALID_INPUT', /source\.path: expected a file or folder path/],
     [{ format: 'claude-code', path: CLAUDE, extra: 1 }, undefined, 'INVALID_INPUT', /source\.extra: unknown field/],
     [{ format: 'claude-code', path: CLAUDE }, { onProgress: 3 }, 'INVALID_INPUT', /options\.onProgress: expected a function/],

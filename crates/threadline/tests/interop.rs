@@ -521,3 +521,85 @@ fn compaction_after_a_rewind_starts_the_context_at_the_summary() {
     // the whole log is kept, both branches
     assert_eq!(session.all_messages().unwrap().len(), 11);
 }
+
+#[test]
+fn a_pi_session_imports_its_messages_compactions_and_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let file = fixtures("pi/before-compaction.jsonl");
+    let original = lines_of(&file);
+    let (report, _) = run(&s, Format::Pi, &file);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(report.records, original.len() as u64);
+    assert_eq!(report.events["model_change"], 5);
+    assert_eq!(report.events["thinking_level_change"], 5);
+    assert_eq!(
+        report.events["message"], 3,
+        "bashExecution entries are kept as they are"
+    );
+    let session = s
+        .open_session("ffae836b-9420-4060-ac13-7745215f90ff", None)
+        .unwrap();
+    let info = session.info().unwrap();
+    assert_eq!(info.model.as_deref(), Some("claude-opus-4-5"));
+    assert_eq!(
+        info.project.as_deref(),
+        Some("/Users/badlogic/workspaces/pi-mono")
+    );
+    let all = session.all_messages().unwrap();
+    let count = |role: &str| {
+        original
+            .iter()
+            .filter(|l| l["message"]["role"] == role)
+            .count()
+    };
+    assert_eq!(
+        all.len(),
+        count("user") + count("assistant") + count("toolResult")
+    );
+    // a tool call and its result, as the provider wants them
+    let call = all
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().clone())
+        .find(|b| b["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(call["id"], "toolu_012yuiPP1VAfh196GXaAmT8D");
+    assert_eq!(call["name"], "read");
+    assert!(call["input"]["path"].as_str().unwrap().ends_with("main.ts"));
+    let thinking = all
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().clone())
+        .find(|b| b["type"] == "thinking")
+        .unwrap();
+    assert!(thinking.get("signature").is_some());
+    // usage counted as pi counted it
+    let out: u64 = original
+        .iter()
+        .filter(|l| l["message"]["role"] == "assistant")
+        .map(|l| l["message"]["usage"]["output"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        session.token_tracker().unwrap().cumulative_output_tokens,
+        out
+    );
+    // the last compaction keeps from entry 551: the context starts at its summary, then that entry
+    let c = session
+        .build_context(&ContextOptions {
+            target: Target::Anthropic,
+            max_tokens: None,
+            max_messages: None,
+            system: None,
+            tool_result_preview_chars: None,
+            reasoning: Default::default(),
+            model: None,
+        })
+        .unwrap();
+    assert!(c.messages[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("# Context Checkpoint: Coding Agent Refactoring"));
+    assert!(c.messages.len() < all.len());
+    assert_contexts_valid(&s);
+    let (again, _) = run(&s, Format::Pi, &file);
+    assert_eq!((again.new_sessions, again.new_records), (0, 0));
+}

@@ -48,6 +48,7 @@ fn wanted(format: Format, path: &Path) -> bool {
     match format {
         Format::ClaudeCode => name.ends_with(".jsonl"),
         Format::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
+        Format::Pi => name.ends_with(".jsonl"),
     }
 }
 

@@ -7,6 +7,7 @@ mod claude_code;
 mod codex;
 mod files;
 mod lines;
+mod pi;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,6 +26,7 @@ use crate::store::Store;
 pub enum Format {
     ClaudeCode,
     Codex,
+    Pi,
 }
 
 impl Format {
@@ -32,8 +34,9 @@ impl Format {
         match s {
             "claude-code" => Ok(Format::ClaudeCode),
             "codex" => Ok(Format::Codex),
+            "pi" => Ok(Format::Pi),
             other => Err(Error::InvalidInput(format!(
-                "source.format: expected 'claude-code' or 'codex', got '{other}'"
+                "source.format: expected 'claude-code', 'codex' or 'pi', got '{other}'"
             ))),
         }
     }
@@ -42,6 +45,7 @@ impl Format {
         match self {
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
+            Format::Pi => "pi",
         }
     }
 }
@@ -191,6 +195,7 @@ impl Importer {
 enum Reader {
     ClaudeCode(claude_code::Reader),
     Codex,
+    Pi,
 }
 
 impl Reader {
@@ -198,6 +203,7 @@ impl Reader {
         match format {
             Format::ClaudeCode => Reader::ClaudeCode(claude_code::Reader::new()),
             Format::Codex => Reader::Codex,
+            Format::Pi => Reader::Pi,
         }
     }
 
@@ -206,6 +212,7 @@ impl Reader {
         match self {
             Reader::ClaudeCode(r) => r.read(f, &text, options),
             Reader::Codex => codex::read(f, &text, options),
+            Reader::Pi => pi::read(f, &text, options),
         }
     }
 }
