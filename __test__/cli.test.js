@@ -162,7 +162,7 @@ test('usage: tokens per response counted once, by day and model; cost from the p
   assert.ok(Math.abs(byModel.totals.costUSD - cost) < 1e-9, `${byModel.totals.costUSD} vs ${cost}`)
   assert.deepEqual(byModel.unpricedModels, [])
   const table = cli('usage', '--by', 'model', '--prices', prices, '--store', storePath).stdout
-  assert.match(table, new RegExp(`^ total .* \\$${cost.toFixed(2).replace('.', '\\.')}$`, 'm'))
+  assert.match(table, new RegExp(`^total .* \\$${cost.toFixed(2).replace('.', '\\.')}$`, 'm'))
   assertOneLineError(cli('usage', '--by', 'week', '--store', storePath), 2, 'USAGE')
   assertOneLineError(cli('usage', '--prices', path.join(dir, 'none.json'), '--store', storePath), 2, 'USAGE')
 })

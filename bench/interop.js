@@ -3,8 +3,8 @@
 //
 //   node --expose-gc bench/interop.js [--runs N]
 //
-// 1. Import throughput: every real session file in fixtures/ (Claude Code files with their
-//    subagents, Codex rollouts) imported into a fresh store, against the floor of reading the
+// 1. Import throughput: every session file in fixtures/ (Claude Code files and subagents, Codex
+//    rollouts, a pi session) imported into a fresh store, against the floor of reading the
 //    same files and JSON.parse-ing every line in this process; interleaved, the median of N runs.
 //    Ratio = import time / floor time (MB/s of each too).
 // 2. `threadline ls` on a store of 10,000 sessions, and `threadline show` of a 10,000-record
@@ -40,8 +40,9 @@ function sources() {
   }
   const formats = []
   for (const [format, dirs, keep] of [
-    ['claude-code', ['claude-code', 'claude-code-projects', 'claude-code-log'], (n) => n.endsWith('.jsonl')],
+    ['claude-code', ['claude-code', 'claude-code-subagents', 'claude-code-log'], (n) => n.endsWith('.jsonl')],
     ['codex', ['codex'], (n) => n.startsWith('rollout-') && n.endsWith('.jsonl')],
+    ['pi', ['pi'], (n) => n.endsWith('.jsonl')],
   ]) {
     for (const d of dirs) {
       const dir = path.join(ROOT, 'fixtures', d)
@@ -168,7 +169,7 @@ function format(r) {
   const c = r.commands
   return [
     `Import and the command line (bench/interop.js, median of ${r.runs} runs)`,
-    `  import of the real fixtures (${i.files} files, ${(i.bytes / 1e6).toFixed(2)} MB): ${i.importMBps.toFixed(1)} MB/s; reading + JSON.parse alone ${i.parseMBps.toFixed(1)} MB/s; ratio ${i.ratio.toFixed(2)}x`,
+    `  import of the fixtures (${i.files} files, ${(i.bytes / 1e6).toFixed(2)} MB): ${i.importMBps.toFixed(1)} MB/s; reading + JSON.parse alone ${i.parseMBps.toFixed(1)} MB/s; ratio ${i.ratio.toFixed(2)}x`,
     `  threadline ls, 10,000 sessions: ${c.lsMs.toFixed(0)} ms (${c.lsRatio.toFixed(2)}x a bare node start, ${c.nodeMs.toFixed(0)} ms)`,
     `  threadline show, ${c.showRecords} records: ${c.showMs.toFixed(0)} ms (${c.showRatio.toFixed(2)}x a bare node start)`,
   ].join('\n')

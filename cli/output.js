@@ -3,7 +3,7 @@
 // for scripts, tables, and one-line errors with their code.
 
 const pc = require('picocolors')
-const Table = require('cli-table3')
+const stringWidth = require('string-width')
 
 /** Colours for a stream: on when it is a TTY, unless NO_COLOR; FORCE_COLOR forces them. */
 function colours(stream) {
@@ -17,15 +17,17 @@ function printJson(value) {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
 }
 
-/** A table sized to the terminal; plain when not on one. */
+/**
+ * Rows in aligned columns (two spaces apart), the header in bold. Widths are display widths
+ * (string-width: colour codes count nothing, CJK characters two), so colour and wide text line up;
+ * linear in the rows, so ten thousand sessions print at once.
+ */
 function table(head, rows, c) {
-  const t = new Table({
-    head: head.map((h) => c.bold(h)),
-    style: { head: [], border: [], compact: true },
-    chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' },
-  })
-  for (const r of rows) t.push(r)
-  return t.toString().split('\n').map((l) => l.trimEnd()).join('\n')
+  const all = [head.map((h) => c.bold(h)), ...rows]
+  const widths = head.map((_, i) => Math.max(...all.map((r) => stringWidth(String(r[i] ?? '')))))
+  return all
+    .map((r) => r.map((cell, i) => (i === r.length - 1 ? String(cell) : String(cell) + ' '.repeat(widths[i] - stringWidth(String(cell))))).join('  ').trimEnd())
+    .join('\n')
 }
 
 /** Text cut to `n` characters on one line. */
