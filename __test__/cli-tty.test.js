@@ -8,7 +8,8 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { spawnSync, execFileSync } = require('node:child_process')
+const { spawnSync } = require('node:child_process')
+const { Store } = require('..')
 
 const ROOT = path.join(__dirname, '..')
 const BIN = path.join(ROOT, 'bin', 'threadline.js')
@@ -23,7 +24,14 @@ before(() => {
   assert.equal(spawnSync('tmux', ['-V']).status, 0, 'tmux is needed (.ci/run installs it)')
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'threadline-tty-'))
   storePath = path.join(dir, 'store.db')
-  execFileSync(process.execPath, [BIN, '--store', storePath, 'import', 'claude-code', CLAUDE])
+  // Built with the API, so that show and ls are tested whatever import does.
+  const store = Store.open(storePath)
+  for (const f of fs.readdirSync(CLAUDE).filter((x) => x.endsWith('.jsonl')).sort()) {
+    const lines = fs.readFileSync(path.join(CLAUDE, f), 'utf8').split('\n').filter(Boolean)
+    const project = lines.map((l) => JSON.parse(l)).find((r) => r.cwd)?.cwd
+    store.createSession({ id: path.basename(f, '.jsonl'), project }).restoreMessages(lines)
+  }
+  store.close()
 })
 after(() => {
   tmux('kill-server')
@@ -70,7 +78,16 @@ test('show --full in a terminal unfolds thinking and tool results', async () => 
 test('ls in a terminal: the table', async () => {
   const plain = await screen('ls', ['--store', storePath, 'ls'], (s) => s.includes('[exit '))
   assert.match(plain, /ID\s+UPDATED\s+PROJECT\s+TITLE OR FIRST PROMPT\s+MSGS\s+STATUS/)
-  assert.match(plain, /short\s+2026-02-10 \d\d:\d\d\s+\/home\/marco\/projects\/spotter\s+mix phx\.server doesnt seem to start\s+9\s+active/)
+  assert.match(plain, /short\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+\/home\/marco\/projects\/spotter\s+mix phx\.server doesnt seem to start\s+9\s+active/)
+})
+
+test('search in a terminal: the match highlighted in the snippet', async () => {
+  const raw = await screen('search', ['--store', storePath, 'search', 'phx', '--limit', '2'], (s) => s.includes('[exit '), { escapes: true })
+  const plain = raw.replace(/\x1b\[[0-9;]*m/g, '')
+  assert.match(plain, /\[exit 0\]/)
+  assert.match(plain, /^short #\d+ \d{4}-\d\d-\d\d \d\d:\d\d user text$/m)
+  assert.ok(!plain.includes('**'), 'the markers become colour')
+  assert.match(raw, /\x1b\[[0-9;]*m(\x1b\[[0-9;]*m)?phx/i, 'the match in colour')
 })
 
 test('import in a terminal: a progress bar on one line, then the summary', async () => {

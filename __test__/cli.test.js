@@ -2,7 +2,7 @@
 // The threadline command in child processes, as a script runs it: every command, its --json
 // output checked against the API's own answers, exit codes, and bad arguments.
 
-const { test, before } = require('node:test')
+const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
@@ -12,6 +12,7 @@ const { spawnSync } = require('node:child_process')
 const { lib } = require('./helpers/util')
 
 const { Store } = lib
+const { PRICES_AS_OF, priceOf } = require('../cli/prices.js')
 const ROOT = path.join(__dirname, '..')
 const BIN = path.join(ROOT, 'bin', 'threadline.js')
 const CLAUDE = path.join(ROOT, 'fixtures', 'claude-code')
@@ -40,16 +41,30 @@ function assertOneLineError(r, status, code) {
   assert.ok(lines[0].startsWith(`threadline: ${code}: `), r.stderr)
 }
 
+/**
+ * A store of the real Claude Code fixtures, built with the API (createSession + restoreMessages),
+ * not with `threadline import`: every command but import is tested whatever import does. The
+ * project is the file's cwd, as Claude Code and the import give it.
+ */
+function buildStore(file) {
+  const store = Store.open(file)
+  for (const f of fs.readdirSync(CLAUDE).filter((x) => x.endsWith('.jsonl')).sort()) {
+    const lines = fs.readFileSync(path.join(CLAUDE, f), 'utf8').split('\n').filter(Boolean)
+    const project = lines.map((l) => JSON.parse(l)).find((r) => r.cwd)?.cwd
+    const report = store.createSession({ id: path.basename(f, '.jsonl'), project }).restoreMessages(lines)
+    assert.deepEqual(report.skipped, [])
+  }
+  store.close()
+}
+
 let dir
 let storePath
 before(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'threadline-cli-'))
   storePath = path.join(dir, 'store.db')
-  const r = cli('--store', storePath, 'import', 'claude-code', CLAUDE)
-  assert.equal(r.status, 0, r.stderr)
-  assert.equal(r.stderr, '', 'no progress bar without a terminal')
-  assert.match(r.stdout, /^3 new of 3 sessions, 1566 new of 1566 records/)
+  buildStore(storePath)
 })
+after(() => fs.rmSync(dir, { recursive: true, force: true }))
 
 test('ls: every session, newest first; filters; --json is listSessions', () => {
   const store = Store.open(storePath, { readonly: true })
@@ -57,12 +72,33 @@ test('ls: every session, newest first; filters; --json is listSessions', () => {
   store.close()
   assert.deepEqual(json('ls', '--store', storePath), expected)
   assert.deepEqual(json('ls', '--store', storePath, '--limit', '1').map((s) => s.id), [expected[0].id])
-  assert.deepEqual(json('ls', '--store', storePath, '--project', '/home/marco/projects/spotter').map((s) => s.id), ['tool_heavy', 'short'])
+  const spotter = expected.filter((s) => s.project === '/home/marco/projects/spotter').map((s) => s.id)
+  assert.deepEqual(spotter.slice().sort(), ['short', 'tool_heavy'])
+  assert.deepEqual(json('ls', '--store', storePath, '--project', '/home/marco/projects/spotter').map((s) => s.id), spotter)
   const table = cli('ls', '--store', storePath).stdout.split('\n')
   assert.match(table[0], /ID\s+UPDATED\s+PROJECT\s+TITLE OR FIRST PROMPT\s+MSGS\s+STATUS/)
   assert.deepEqual(table.slice(1, 4).map((l) => l.trim().split(/\s+/)[0]), expected.map((s) => s.id))
-  assert.match(table[3], /mix phx\.server doesnt seem to start\s+9\s+active$/, 'the first prompt of a session without a title')
+  assert.match(table.find((l) => l.startsWith('short ')), /mix phx\.server doesnt seem to start\s+9\s+active$/, 'the first prompt of a session without a title')
   assert.ok(!/\x1b\[/.test(table.join('\n')), 'no colour when not on a terminal')
+})
+
+test('ls shows a UUID by its shortest unambiguous start (8 characters at least), which show takes; --json has the whole ids', () => {
+  const file = path.join(dir, 'uuids.db')
+  const store = Store.open(file)
+  const ids = [0, 1, 2].map((i) => {
+    const s = store.createSession({ project: 'u' })
+    s.append(`prompt ${i}`)
+    return s.id
+  })
+  store.close()
+  assert.deepEqual(json('ls', '--store', file).map((s) => s.id).sort(), ids.slice().sort())
+  const shown = cli('ls', '--store', file).stdout.split('\n').slice(1, 4).map((l) => l.split(/\s+/)[0])
+  for (const [i, id] of ids.entries()) {
+    const short = shown.find((x) => id.startsWith(x))
+    assert.ok(short && short.length >= 8 && short.length <= id.length, `${id}: ${shown}`)
+    assert.equal(ids.filter((other) => other.startsWith(short)).length, 1, 'unambiguous')
+    assert.match(cli('show', short, '--store', file).stdout, new RegExp(`^prompt ${i}$`, 'm'))
+  }
 })
 
 test('show: the transcript with calls folded, --full unfolds; --json is info and envelopes; an id prefix works', () => {
@@ -98,6 +134,7 @@ test('search: --json is store.search with the same options; hits printed with th
   assert.deepEqual(json('search', 'renderer', '--store', storePath, '--session', 'compacted-session', '--role', 'assistant', '--field', 'text', '--field', 'tool_input', '--limit', '3'), expected)
   const out = cli('search', 'renderer', '--store', storePath, '--limit', '3').stdout
   assert.equal(out.split('\n').filter((l) => l.startsWith('compacted-session #')).length, 3)
+  assert.match(out, /\*\*[^*\n]+\*\*/, 'in a pipe the matches keep their ** marks')
   assertOneLineError(cli('search', '"unclosed', '--store', storePath), 1, 'INVALID_INPUT')
 })
 
@@ -121,14 +158,48 @@ test('export: each format to standard output or a file, as session.export gives 
   assertOneLineError(cli('export', 'tool_heavy', '--store', storePath), 2, 'USAGE')
 })
 
-test('import: --json is the report; a second import adds nothing; a missing path is NOT_FOUND', () => {
+test('import: the summary, and --json is the report; a second import adds nothing; a missing path is NOT_FOUND', () => {
+  // The whole folder: the same sessions, projects and records as the store built with the API.
+  const whole = path.join(dir, 'whole.db')
+  const r = cli('--store', whole, 'import', 'claude-code', CLAUDE)
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stderr, '', 'no progress bar without a terminal')
+  const api = Store.open(storePath, { readonly: true })
+  const expected = api.listSessions().map((s) => ({ id: s.id, project: s.project, messageCount: s.messageCount, records: api.openSession(s.id).envelopes().length }))
+  api.close()
+  const records = expected.reduce((n, s) => n + s.records, 0)
+  assert.match(r.stdout, new RegExp(`^${expected.length} new of ${expected.length} sessions, ${records} new of ${records} records\n`))
+  const imported = Store.open(whole, { readonly: true })
+  const got = imported.listSessions().map((s) => ({ id: s.id, project: s.project, messageCount: s.messageCount, records: imported.openSession(s.id).envelopes().length }))
+  imported.close()
+  const byId = (x, y) => (x.id < y.id ? -1 : 1)
+  assert.deepEqual(got.sort(byId), expected.sort(byId))
+
   const other = path.join(dir, 'other.db')
+  const short = expected.find((s) => s.id === 'short')
   const first = json('import', 'claude-code', path.join(CLAUDE, 'short.jsonl'), '--store', other, '--project', 'p')
-  assert.deepEqual({ ...first, events: undefined }, { sessions: 1, newSessions: 1, records: 15, newRecords: 15, skipped: [], events: undefined })
-  assert.equal(json('import', 'claude-code', path.join(CLAUDE, 'short.jsonl'), '--store', other).newRecords, 0)
+  assert.deepEqual({ ...first, events: undefined }, { sessions: 1, newSessions: 1, records: short.records, newRecords: short.records, skipped: [], events: undefined })
+  assert.deepEqual(json('import', 'claude-code', path.join(CLAUDE, 'short.jsonl'), '--store', other), { ...first, newSessions: 0, newRecords: 0 })
   assert.deepEqual(json('ls', '--store', other).map((s) => s.project), ['p'])
   assertOneLineError(cli('import', 'claude-code', path.join(dir, 'missing'), '--store', other), 1, 'NOT_FOUND')
   assertOneLineError(cli('import', 'gemini', CLAUDE, '--store', other), 1, 'INVALID_INPUT')
+  assertOneLineError(cli('import', 'claude-code', '--store', other), 2, 'USAGE')
+})
+
+test('import: a line that is not JSON is reported with its file and line, and the rest imports', () => {
+  const src = path.join(dir, 'bad')
+  fs.mkdirSync(src)
+  const lines = fs.readFileSync(path.join(CLAUDE, 'short.jsonl'), 'utf8').split('\n').filter(Boolean)
+  const file = path.join(src, 'cut.jsonl')
+  fs.writeFileSync(file, [lines[0], '{"type": "user", "mess', ...lines.slice(1)].join('\n') + '\n')
+  const store = path.join(dir, 'bad.db')
+  const r = cli('import', 'claude-code', src, '--store', store)
+  assert.equal(r.status, 0, r.stderr)
+  assert.match(r.stdout, /^1 new of 1 sessions, (\d+) new of \1 records\n/)
+  assert.match(r.stdout, new RegExp(`^1 line\\(s\\) skipped:\n {2}${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:2: `, 'm'))
+  const report = json('import', 'claude-code', src, '--store', path.join(dir, 'bad2.db'))
+  assert.deepEqual(report.skipped.map((x) => [x.file, x.line]), [[file, 2]])
+  assert.deepEqual([report.records, report.newRecords], [lines.length, lines.length], 'every good line imported')
 })
 
 /** Each response's usage once, straight from the files: Claude Code repeats it on every block. */
@@ -140,31 +211,94 @@ function usageFromFiles() {
       if (r.type === 'assistant' && r.message.usage) seen.set(r.message.id, { model: r.message.model, u: r.message.usage })
     }
   }
-  const sum = (k) => [...seen.values()].reduce((n, x) => n + (x.u[k] ?? 0), 0)
-  return { models: [...new Set([...seen.values()].map((x) => x.model))], input: sum('input_tokens'), output: sum('output_tokens'), cacheRead: sum('cache_read_input_tokens'), cacheWrite: sum('cache_creation_input_tokens') }
+  return seen
 }
 
-test('usage: tokens per response counted once, by day and model; cost from the price table, which --prices overrides', () => {
-  const want = usageFromFiles()
+/** The same from the store's envelopes (session.envelopes()), by message id. */
+function usageFromEnvelopes(file) {
+  const seen = new Map()
+  const store = Store.open(file, { readonly: true })
+  for (const info of store.listSessions()) {
+    for (const e of store.openSession(info.id).envelopes()) {
+      const m = e.message
+      if (m?.role === 'assistant' && m.usage) seen.set(m.id, { model: m.model, u: m.usage })
+    }
+  }
+  store.close()
+  return seen
+}
+
+function sums(seen) {
+  const sum = (k) => [...seen.values()].reduce((n, x) => n + (x.u[k] ?? 0), 0)
+  return { models: [...new Set([...seen.values()].map((x) => x.model))].sort(), input: sum('input_tokens'), output: sum('output_tokens'), cacheRead: sum('cache_read_input_tokens'), cacheWrite: sum('cache_creation_input_tokens') }
+}
+
+const costOf = (t, p) => (t.input * p.input + t.output * p.output + t.cacheRead * p.cacheRead + t.cacheWrite * p.cacheWrite) / 1e6
+
+test('usage: tokens per response counted once, by day and model; cost from the dated price table, which --prices overrides', () => {
+  const want = sums(usageFromEnvelopes(storePath))
+  assert.deepEqual(want, sums(usageFromFiles()), 'the envelopes carry the files\' usage')
   const byDay = json('usage', '--store', storePath)
   assert.deepEqual(
     [byDay.totals.inputTokens, byDay.totals.outputTokens, byDay.totals.cacheReadTokens, byDay.totals.cacheWriteTokens],
     [want.input, want.output, want.cacheRead, want.cacheWrite],
   )
-  assert.deepEqual(byDay.unpricedModels, want.models, 'a model the table does not name is not guessed')
-  assert.equal(byDay.totals.costUSD, null)
+  assert.equal(byDay.totals.totalTokens, want.input + want.output + want.cacheRead + want.cacheWrite)
+  assert.equal(byDay.pricesAsOf, PRICES_AS_OF)
+  assert.match(PRICES_AS_OF, /^\d{4}-\d{2}-\d{2}$/)
+  // The fixtures' models are in the table: the cost is the table's, summed per model.
+  const { PRICES: table } = require('../cli/prices.js')
+  const perModel = want.models.map((m) => sums(new Map([...usageFromEnvelopes(storePath)].filter(([, x]) => x.model === m))))
+  const cost = perModel.reduce((n, t, i) => n + costOf(t, priceOf(table, want.models[i])), 0)
+  assert.deepEqual(byDay.unpricedModels, [])
+  assert.ok(Math.abs(byDay.totals.costUSD - cost) < 1e-9, `${byDay.totals.costUSD} vs ${cost}`)
+  assert.ok(Math.abs(byDay.rows.reduce((n, r) => n + r.costUSD, 0) - cost) < 1e-9)
+
+  // --prices overrides the table; --by model names each model once.
   const prices = path.join(dir, 'prices.json')
-  const p = { input: 5, output: 25, cacheRead: 0.5, cacheWrite: 6.25 }
+  const p = { input: 7, output: 11, cacheRead: 0.7, cacheWrite: 8 }
   fs.writeFileSync(prices, JSON.stringify(Object.fromEntries(want.models.map((m) => [m, p]))))
   const byModel = json('usage', '--by', 'model', '--prices', prices, '--store', storePath)
   assert.deepEqual(byModel.rows.map((r) => r.key), want.models)
-  const cost = (want.input * p.input + want.output * p.output + want.cacheRead * p.cacheRead + want.cacheWrite * p.cacheWrite) / 1e6
-  assert.ok(Math.abs(byModel.totals.costUSD - cost) < 1e-9, `${byModel.totals.costUSD} vs ${cost}`)
-  assert.deepEqual(byModel.unpricedModels, [])
-  const table = cli('usage', '--by', 'model', '--prices', prices, '--store', storePath).stdout
-  assert.match(table, new RegExp(`^total .* \\$${cost.toFixed(2).replace('.', '\\.')}$`, 'm'))
+  assert.ok(Math.abs(byModel.totals.costUSD - costOf(want, p)) < 1e-9, `${byModel.totals.costUSD} vs ${costOf(want, p)}`)
+  const text = cli('usage', '--by', 'model', '--prices', prices, '--store', storePath).stdout
+  assert.match(text, new RegExp(`^total .* \\$${costOf(want, p).toFixed(2).replace('.', '\\.')}$`, 'm'))
+  assert.match(text, new RegExp(`^prices as of ${PRICES_AS_OF} with `, 'm'))
+
   assertOneLineError(cli('usage', '--by', 'week', '--store', storePath), 2, 'USAGE')
   assertOneLineError(cli('usage', '--prices', path.join(dir, 'none.json'), '--store', storePath), 2, 'USAGE')
+  fs.writeFileSync(path.join(dir, 'half.json'), JSON.stringify({ m: { input: 1, output: 2 } }))
+  assertOneLineError(cli('usage', '--prices', path.join(dir, 'half.json'), '--store', storePath), 2, 'USAGE')
+})
+
+test('usage: a model the table does not name shows its tokens with cost ? and is named; a forked response counts once; dates are local days', () => {
+  const file = path.join(dir, 'unpriced.db')
+  const store = Store.open(file)
+  const s = store.createSession({ id: 'u', project: 'q' })
+  const usage = { input_tokens: 100, output_tokens: 20, cache_read_input_tokens: 1000, cache_creation_input_tokens: 10 }
+  s.append({ uuid: 'a1', timestamp: '2026-03-01T12:00:00.000Z', message: { role: 'user', content: [{ type: 'text', text: 'hi' }] } })
+  s.append({ uuid: 'a2', timestamp: '2026-03-01T12:00:01.000Z', message: { id: 'msg_1', role: 'assistant', model: 'acme-large-2', content: [{ type: 'text', text: 'hello' }], usage } })
+  s.append({ uuid: 'a3', timestamp: '2026-03-01T12:00:02.000Z', message: { role: 'user', content: [{ type: 'text', text: 'again' }] } })
+  s.append({ uuid: 'a4', timestamp: '2026-03-01T12:00:03.000Z', message: { id: 'msg_2', role: 'assistant', model: 'claude-haiku-4-5-20251001', content: [{ type: 'text', text: 'ok' }], usage } })
+  store.forkSession('u', { atUuid: 'a4' }) // a copy of both responses: counted once, in 'u'
+  store.close()
+  const r = json('usage', '--by', 'session', '--store', file)
+  assert.deepEqual(r.rows.map((x) => [x.key, x.inputTokens, x.costUSD]), [['u', 200, null]])
+  assert.deepEqual(r.unpricedModels, ['acme-large-2'])
+  const byModel = json('usage', '--by', 'model', '--store', file)
+  const { PRICES: table } = require('../cli/prices.js')
+  const haiku = costOf({ input: 100, output: 20, cacheRead: 1000, cacheWrite: 10 }, priceOf(table, 'claude-haiku-4-5-20251001'))
+  assert.deepEqual(byModel.rows.map((x) => [x.key, x.outputTokens]), [['acme-large-2', 20], ['claude-haiku-4-5-20251001', 20]])
+  assert.equal(byModel.rows[0].costUSD, null)
+  assert.ok(Math.abs(byModel.rows[1].costUSD - haiku) < 1e-12)
+  const text = cli('usage', '--by', 'model', '--store', file).stdout
+  assert.match(text, /^acme-large-2 .* \?$/m)
+  assert.match(text, /no price for acme-large-2/)
+  // A bare date is a whole local day, at both ends.
+  const day = new Date('2026-03-01T12:00:01.000Z')
+  const local = `${day.getFullYear()}-${String(day.getMonth() + 1).padStart(2, '0')}-${String(day.getDate()).padStart(2, '0')}`
+  assert.equal(json('usage', '--since', local, '--until', local, '--store', file).totals.inputTokens, 200)
+  assert.equal(json('usage', '--until', '2026-03-01T12:00:02Z', '--store', file).totals.inputTokens, 100)
 })
 
 test('doctor: exit 0 on a healthy store; exit 3 naming a session with a call left without its result', () => {
@@ -172,7 +306,10 @@ test('doctor: exit 0 on a healthy store; exit 3 naming a session with a call lef
   assert.equal(healthy.status, 0, healthy.stderr)
   const report = JSON.parse(healthy.stdout)
   assert.equal(report.healthy, true)
-  assert.equal(report.integrity.records, 1566)
+  const store0 = Store.open(storePath, { readonly: true })
+  assert.deepEqual(report.integrity, store0.verify())
+  assert.deepEqual(report.interrupted, store0.interruptedSessions())
+  store0.close()
   const broken = path.join(dir, 'broken.db')
   const store = Store.open(broken)
   const s = store.createSession({ id: 'cut' })
@@ -188,7 +325,7 @@ test('doctor: exit 0 on a healthy store; exit 3 naming a session with a call lef
 
 test('rm deletes a session; ls no longer lists it; a missing one is NOT_FOUND', () => {
   const copy = path.join(dir, 'rm.db')
-  cli('import', 'claude-code', CLAUDE, '--store', copy)
+  buildStore(copy)
   assert.deepEqual(json('rm', 'short', '--store', copy), { deleted: 'short' })
   assert.deepEqual(json('ls', '--store', copy).map((s) => s.id).sort(), ['compacted-session', 'tool_heavy'])
   assertOneLineError(cli('rm', 'short', '--store', copy), 1, 'NOT_FOUND')
@@ -207,6 +344,50 @@ test('--help on every command, --version, and bad usage as one line with exit 2'
   assertOneLineError(cli('ls', '--since', 'yesterday'), 2, 'USAGE')
 })
 
+test('a --store file that does not exist is NOT_FOUND and is not created (import creates it); the default store is THREADLINE_HOME\'s', () => {
+  const missing = path.join(dir, 'typo.db')
+  for (const args of [['ls'], ['show', 'x'], ['search', 'x'], ['usage'], ['doctor'], ['rm', 'x'], ['export', 'x', '--format', 'markdown']]) {
+    const r = cli(...args, '--store', missing)
+    assertOneLineError(r, 1, 'NOT_FOUND')
+    assert.match(r.stderr, /no store at '.*typo\.db'/)
+  }
+  assert.ok(!fs.existsSync(missing))
+  const home = path.join(dir, 'home', 'deeper')
+  const env = { ...process.env, THREADLINE_HOME: home }
+  const run = (...args) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env })
+  assert.equal(run('ls').stdout, 'No sessions.\n', 'a first run: the default store is created, empty')
+  assert.equal(JSON.parse(run('usage', '--json').stdout).totals.totalTokens, 0)
+  assert.equal(run('import', 'claude-code', path.join(CLAUDE, 'short.jsonl')).status, 0)
+  assert.deepEqual(JSON.parse(run('ls', '--json').stdout).map((s) => s.id), ['short'])
+  assert.ok(fs.existsSync(path.join(home, 'threadline.db')))
+})
+
+test('show: images and documents as a placeholder line, a long tool result cut to one line unless --full', () => {
+  const file = path.join(dir, 'media.db')
+  const store = Store.open(file)
+  const s = store.createSession({ id: 'media' })
+  const long = Array.from({ length: 40 }, (_, i) => `line ${i} ${'x'.repeat(50)}`).join('\n')
+  s.append({ role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }, { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } }] })
+  s.append({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'a.txt' } }] })
+  s.append({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: long }] })
+  store.close()
+  const out = cli('show', 'media', '--store', file).stdout
+  assert.match(out, /^\[image: image\/png\]$/m)
+  assert.match(out, /^\[document: application\/pdf\]$/m)
+  assert.ok(!out.includes('iVBORw0KGgo'), 'no base64 on the screen')
+  const result = out.split('\n').find((l) => l.startsWith('◂ result'))
+  assert.match(result, /^◂ result \(40 lines\) line 0 x+ line 1 x+…$/)
+  assert.ok(result.length <= 130, result)
+  assert.ok(cli('show', 'media', '--full', '--store', file).stdout.includes(long), '--full: the whole result')
+})
+
+test('a reader that stops early (| head) ends the command quietly', () => {
+  const sh = `"${process.execPath}" "${BIN}" show compacted-session --full --store "${storePath}" | head -c 100 >/dev/null; echo "\${PIPESTATUS[0]}"`
+  const r = spawnSync('bash', ['-c', sh], { encoding: 'utf8' })
+  assert.equal(r.stderr, '', 'no EPIPE stack trace')
+  assert.equal(r.stdout.trim(), '0')
+})
+
 test('--store takes a postgres:// URL', (t) => {
   const base = process.env.THREADLINE_TEST_POSTGRES
   if (!base) {
@@ -215,7 +396,10 @@ test('--store takes a postgres:// URL', (t) => {
     return
   }
   const url = `${base}${base.includes('?') ? '&' : '?'}schema=cli_${process.pid}_${Date.now() % 1e8}`
+  // the same import into a SQLite file: the same sessions in the same order, the same export
+  const file = path.join(dir, 'pg-twin.db')
   assert.equal(json('import', 'claude-code', CLAUDE, '--store', url).newRecords, 1566)
-  assert.deepEqual(json('ls', '--store', url).map((s) => s.id), json('ls', '--store', storePath).map((s) => s.id))
-  assert.equal(cli('export', 'short', '--format', 'claude-code', '--store', url).stdout, cli('export', 'short', '--format', 'claude-code', '--store', storePath).stdout)
+  assert.equal(json('import', 'claude-code', CLAUDE, '--store', file).newRecords, 1566)
+  assert.deepEqual(json('ls', '--store', url).map((s) => s.id), json('ls', '--store', file).map((s) => s.id))
+  assert.equal(cli('export', 'short', '--format', 'claude-code', '--store', url).stdout, cli('export', 'short', '--format', 'claude-code', '--store', file).stdout)
 })

@@ -19,10 +19,25 @@ function count(value) {
   return n
 }
 
-function date(value) {
-  if (Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected an ISO 8601 date, e.g. 2026-01-31 or 2026-01-31T12:00:00Z.')
-  return new Date(value).toISOString()
+const DAY = /^(\d{4})-(\d{2})-(\d{2})$/
+
+/**
+ * An ISO 8601 time as UTC ISO text. A bare date is a local day, as `ls`, `show` and `usage`
+ * print times: from its first moment (`--since`) or through its last (`--until`), so
+ * `--since 2026-01-31 --until 2026-01-31` is that whole day.
+ */
+function date(end) {
+  return (value) => {
+    const day = DAY.exec(value)
+    const d = day ? new Date(Number(day[1]), Number(day[2]) - 1, Number(day[3]) + (end ? 1 : 0), 0, 0, 0, end ? -1 : 0) : new Date(value)
+    if (Number.isNaN(d.getTime()) || (day && d.getDate() !== Number(day[3]))) {
+      throw new InvalidArgumentError('expected an ISO 8601 date, e.g. 2026-01-31 or 2026-01-31T12:00:00Z.')
+    }
+    return d.toISOString()
+  }
 }
+const since = date(false)
+const until = date(true)
 
 function list(value, previous) {
   return [...(previous ?? []), value]
@@ -40,8 +55,8 @@ function program() {
     .description('list sessions, most recently updated first')
     .option('--project <name>', 'only this project')
     .addOption(new Option('--status <status>', 'only this status').choices(['active', 'completed', 'failed', 'interrupted']))
-    .option('--since <date>', 'updated at or after', date)
-    .option('--until <date>', 'updated at or before', date)
+    .option('--since <date>', 'updated at or after', since)
+    .option('--until <date>', 'updated at or before', until)
     .option('--limit <n>', 'at most this many', count, 50)
     .action(run((o) => ls(o)))
   p.command('show <id>')
@@ -54,8 +69,8 @@ function program() {
     .option('--session <id>', 'only this session')
     .addOption(new Option('--role <role>', 'only this role (repeatable)').choices(['user', 'assistant']).argParser(list))
     .addOption(new Option('--field <field>', 'search these fields (repeatable; default text, tool_input)').choices(['text', 'thinking', 'tool_input', 'tool_output']).argParser(list))
-    .option('--since <date>', 'at or after', date)
-    .option('--until <date>', 'at or before', date)
+    .option('--since <date>', 'at or after', since)
+    .option('--until <date>', 'at or before', until)
     .option('--limit <n>', 'at most this many hits', count, 20)
     .action(run((o, q) => search(q, o)))
   p.command('import <format> <path>')
@@ -71,8 +86,8 @@ function program() {
     .description('tokens and cost per day, project, session or model')
     .addOption(new Option('--by <key>', 'group by').choices(['day', 'project', 'session', 'model']).default('day'))
     .option('--project <name>', 'only this project')
-    .option('--since <date>', 'responses at or after', date)
-    .option('--until <date>', 'responses at or before', date)
+    .option('--since <date>', 'responses at or after', since)
+    .option('--until <date>', 'responses at or before', until)
     .option('--prices <file>', 'a JSON price table that overrides the built-in one (USD per million tokens)')
     .action(run((o) => usage(o)))
   p.command('doctor')

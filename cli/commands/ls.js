@@ -20,6 +20,29 @@ function firstPrompt(store, id) {
   }
 }
 
+/**
+ * Each UUID's shortest start (8 characters at least) that no other session id of the store
+ * shares, as git abbreviates hashes: `show`, `export` and `rm` take it. Time-ordered ids (UUIDv7)
+ * of sessions made close together share their first characters, so a fixed cut would not do.
+ * Other ids (chosen by people, or a tool's own) are shown whole.
+ */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function shortIds(store) {
+  const ids = store.listSessions({ limit: 1_000_000 }).map((s) => s.id).sort()
+  const common = (a, b) => {
+    let i = 0
+    while (i < a.length && i < b.length && a[i] === b[i]) i++
+    return i
+  }
+  const short = new Map()
+  ids.forEach((id, i) => {
+    const n = Math.max(8, common(id, ids[i - 1] ?? '') + 1, common(id, ids[i + 1] ?? '') + 1)
+    short.set(id, UUID.test(id) ? id.slice(0, n) : id)
+  })
+  return short
+}
+
 async function ls(opts) {
   return withStore(opts, (store) => {
     const filter = { limit: opts.limit }
@@ -34,9 +57,10 @@ async function ls(opts) {
       return EXIT.ok
     }
     const c = colours(process.stdout)
+    const short = shortIds(store)
     const width = process.stdout.columns || 120
     const rows = sessions.map((s) => [
-      c.cyan(oneLine(s.id, 40)),
+      c.cyan(short.get(s.id) ?? s.id),
       when(s.updatedAt),
       oneLine(s.project ?? '', 28),
       oneLine(s.title ?? firstPrompt(store, s.id), process.stdout.isTTY ? Math.max(20, width - 110) : 60),

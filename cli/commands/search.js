@@ -21,7 +21,9 @@ async function search(query, opts) {
     const c = colours(process.stdout)
     if (page.hits.length === 0) process.stdout.write('No matches.\n')
     for (const h of page.hits) {
-      const snippet = oneLine(h.snippet, 400).replace(/\*\*(.+?)\*\*/g, (_, w) => c.bold(c.yellow(w)))
+      // The library marks matches between **: colour on a terminal, the marks left as they are in a pipe.
+      const text = oneLine(h.snippet, 400)
+      const snippet = c.isColorSupported ? text.replace(/\*\*(.+?)\*\*/g, (_, w) => c.bold(c.yellow(w))) : text
       process.stdout.write(`${c.cyan(h.sessionId)} ${c.dim(`#${h.seq} ${when(h.timestamp)} ${h.role} ${h.field}`)}\n  ${snippet}\n`)
     }
     if (page.nextCursor) process.stdout.write(c.dim(`(more: --limit ${opts.limit * 2})\n`))

@@ -59,7 +59,7 @@ async function show(id, opts) {
       }
       const c = colours(process.stdout)
       const width = Math.max(40, (process.stdout.columns || 120) - 20)
-      const out = [c.bold(info.title ?? `Session ${info.id}`), c.dim(`${info.id} · ${info.project ?? 'no project'} · ${info.model ?? ''} · ${info.messageCount} messages · ${info.status}`), '']
+      const out = [c.bold(info.title ?? `Session ${info.id}`), c.dim([info.id, info.project ?? 'no project', info.model, `${info.messageCount} message${info.messageCount === 1 ? '' : 's'}`, info.status].filter(Boolean).join(' · ')), '']
       let previous = null
       for (const env of records) {
         const m = env.message

@@ -53,7 +53,7 @@ async function importFiles(format, from, opts) {
     }
     process.stdout.write(`${out.join('\n')}\n`)
     return EXIT.ok
-  })
+  }, undefined, { create: true })
 }
 
 async function exportSession(id, opts) {

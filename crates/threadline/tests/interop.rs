@@ -55,6 +55,18 @@ fn lines_of(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+fn context_options(target: Target) -> ContextOptions {
+    ContextOptions {
+        target,
+        max_tokens: None,
+        max_messages: None,
+        system: None,
+        tool_result_preview_chars: None,
+        reasoning: Default::default(),
+        model: None,
+    }
+}
+
 /// Every imported session's context is a valid request for all three targets.
 fn assert_contexts_valid(store: &Store) {
     for info in store.list_sessions(&SessionFilter::default()).unwrap() {
@@ -251,15 +263,7 @@ fn a_native_session_exports_one_block_per_line_chained_and_reimports_to_the_same
     let b = store(dir.path(), "b.db");
     run(&b, Format::ClaudeCode, &file);
     let t = b.open_session(s.id(), None).unwrap();
-    let opts = ContextOptions {
-        target: Target::Anthropic,
-        max_tokens: None,
-        max_messages: None,
-        system: None,
-        tool_result_preview_chars: None,
-        reasoning: Default::default(),
-        model: None,
-    };
+    let opts = context_options(Target::Anthropic);
     assert_eq!(
         s.build_context(&opts).unwrap().messages,
         t.build_context(&opts).unwrap().messages
@@ -496,15 +500,7 @@ fn compaction_after_a_rewind_starts_the_context_at_the_summary() {
     assert_eq!(report.records, 12);
     let session = s.open_session("dag_compact_after_rewind", None).unwrap();
     let c = session
-        .build_context(&ContextOptions {
-            target: Target::Anthropic,
-            max_tokens: None,
-            max_messages: None,
-            system: None,
-            tool_result_preview_chars: None,
-            reasoning: Default::default(),
-            model: None,
-        })
+        .build_context(&context_options(Target::Anthropic))
         .unwrap();
     let texts: Vec<String> = c
         .messages
@@ -584,15 +580,7 @@ fn a_pi_session_imports_its_messages_compactions_and_events() {
     );
     // the last compaction keeps from entry 551: the context starts at its summary, then that entry
     let c = session
-        .build_context(&ContextOptions {
-            target: Target::Anthropic,
-            max_tokens: None,
-            max_messages: None,
-            system: None,
-            tool_result_preview_chars: None,
-            reasoning: Default::default(),
-            model: None,
-        })
+        .build_context(&context_options(Target::Anthropic))
         .unwrap();
     assert!(c.messages[0]["content"][0]["text"]
         .as_str()

@@ -3,6 +3,7 @@
 
 pub(crate) mod clock;
 pub mod convert;
+pub(crate) mod derived_uuid;
 pub(crate) mod envelope;
 pub(crate) mod fields;
 pub(crate) mod json;

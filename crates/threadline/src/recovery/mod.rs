@@ -7,7 +7,6 @@ pub(crate) mod response;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Path, Result};
 use crate::model::envelope::Draft;
@@ -458,18 +457,10 @@ impl RecordCache {
 
 /// A uuid derived from what a repair answers: the same repair always has the same uuid.
 pub(crate) fn repair_uuid(session_id: &str, parts: &[String]) -> String {
-    let mut h = Sha256::new();
-    h.update(b"threadline-repair\0");
-    h.update(session_id.as_bytes());
+    let mut bytes: Vec<&[u8]> = vec![b"threadline-repair\0", session_id.as_bytes()];
     for p in parts {
-        h.update(b"\0");
-        h.update(p.as_bytes());
+        bytes.push(b"\0");
+        bytes.push(p.as_bytes());
     }
-    let d = h.finalize();
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&d[..16]);
-    // RFC 9562 version 8 (custom), variant 10
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    uuid::Uuid::from_bytes(b).to_string()
+    crate::model::derived_uuid::from_parts(&bytes)
 }

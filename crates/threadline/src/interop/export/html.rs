@@ -47,16 +47,12 @@ pub fn render(t: &Transcript) -> String {
     for r in t.records {
         let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
         if let Some(turn) = starts.get(uuid) {
-            let u = &turn.usage;
             let _ = writeln!(
                 out,
-                "<h2 class=\"turn\" data-turn=\"{}\">Turn {}<span class=\"tokens\">{} in · {} out · {} cache read · {} cache write</span></h2>",
+                "<h2 class=\"turn\" data-turn=\"{}\">Turn {}<span class=\"tokens\">{}</span></h2>",
                 turn.index,
                 turn.index + 1,
-                u.input_tokens,
-                u.output_tokens,
-                u.cache_read_input_tokens,
-                u.cache_creation_input_tokens
+                super::turn_tokens(turn)
             );
         }
         match r.get("message") {
@@ -202,18 +198,8 @@ fn is_base64(s: &str) -> bool {
 }
 
 fn event(out: &mut String, r: &Value) {
-    let ty = r.get("type").and_then(Value::as_str).unwrap_or("event");
-    let sub = r
-        .get("subtype")
-        .or_else(|| r.get("data").and_then(|d| d.get("type")))
-        .and_then(Value::as_str)
-        .map(|s| format!(" · {s}"))
-        .unwrap_or_default();
-    match r
-        .get("compaction")
-        .and_then(|c| c.get("summary"))
-        .and_then(Value::as_str)
-    {
+    let e = super::event_label(r);
+    match e.summary {
         Some(summary) => details(
             out,
             "compaction",
@@ -222,7 +208,8 @@ fn event(out: &mut String, r: &Value) {
             &format!("<div class=\"text\">{}</div>", esc(summary)),
         ),
         None => {
-            let _ = writeln!(out, "<div class=\"event\">{}{}</div>", esc(ty), esc(&sub));
+            let sub = e.sub.map(|s| format!(" · {s}")).unwrap_or_default();
+            let _ = writeln!(out, "<div class=\"event\">{}{}</div>", esc(e.ty), esc(&sub));
         }
     }
 }

@@ -12,14 +12,10 @@ pub fn render(t: &Transcript) -> String {
     for r in t.records {
         let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
         if let Some(turn) = starts.get(uuid) {
-            let u = &turn.usage;
             out.push_str(&format!(
-                "\n## Turn {} · {} in · {} out · {} cache read · {} cache write\n",
+                "\n## Turn {} · {}\n",
                 turn.index + 1,
-                u.input_tokens,
-                u.output_tokens,
-                u.cache_read_input_tokens,
-                u.cache_creation_input_tokens
+                super::turn_tokens(turn)
             ));
         }
         match r.get("message") {
@@ -104,20 +100,13 @@ fn block(out: &mut String, b: &Value) {
 }
 
 fn event(out: &mut String, r: &Value) {
-    let ty = r.get("type").and_then(Value::as_str).unwrap_or("event");
-    let sub = r
-        .get("subtype")
-        .or_else(|| r.get("data").and_then(|d| d.get("type")))
-        .and_then(Value::as_str)
-        .map(|s| format!(" ({s})"))
-        .unwrap_or_default();
-    match r
-        .get("compaction")
-        .and_then(|c| c.get("summary"))
-        .and_then(Value::as_str)
-    {
+    let e = super::event_label(r);
+    match e.summary {
         Some(summary) => details(out, "Compaction summary", summary),
-        None => out.push_str(&format!("\n_{ty}{sub}_\n")),
+        None => {
+            let sub = e.sub.map(|s| format!(" ({s})")).unwrap_or_default();
+            out.push_str(&format!("\n_{}{sub}_\n", e.ty));
+        }
     }
 }
 

@@ -43,6 +43,37 @@ pub struct Transcript<'a> {
     pub turns: &'a [Turn],
 }
 
+/// What an event is, in a few words: its type and its subtype (Claude Code's `subtype`, or the
+/// `type` of its `data`), and the summary when it is a compaction.
+struct EventLabel<'a> {
+    ty: &'a str,
+    sub: Option<&'a str>,
+    summary: Option<&'a str>,
+}
+
+fn event_label(r: &Value) -> EventLabel<'_> {
+    EventLabel {
+        ty: r.get("type").and_then(Value::as_str).unwrap_or("event"),
+        sub: r
+            .get("subtype")
+            .or_else(|| r.get("data").and_then(|d| d.get("type")))
+            .and_then(Value::as_str),
+        summary: r
+            .get("compaction")
+            .and_then(|c| c.get("summary"))
+            .and_then(Value::as_str),
+    }
+}
+
+/// A turn's tokens as both text exports say them.
+fn turn_tokens(turn: &Turn) -> String {
+    let u = &turn.usage;
+    format!(
+        "{} in · {} out · {} cache read · {} cache write",
+        u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens
+    )
+}
+
 /// The turns by the uuid of the record each starts at.
 fn turn_starts(turns: &[Turn]) -> std::collections::HashMap<&str, &Turn> {
     turns.iter().map(|t| (t.start_uuid.as_str(), t)).collect()

@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 
 use super::files::Found;
 use super::lines::{json_lines, JsonLine};
-use super::{derived_uuid, display, mark_filled, ImportOptions, Incoming, Line, Read};
+use super::{
+    derived_uuid, display, imported_from, mark_filled, Format, ImportOptions, Incoming, Line, Read,
+};
 use crate::error::Result;
 use crate::model::options::SessionOptions;
 
@@ -94,10 +96,7 @@ impl Reader {
         if o.model.is_some() {
             o.provider = Some("anthropic".into());
         }
-        let mut source = Map::new();
-        source.insert("format".into(), Value::String("claude-code".into()));
-        source.insert("file".into(), Value::String(file.to_string()));
-        meta(&mut o).insert("importedFrom".into(), Value::Object(source));
+        imported_from(&mut o, Format::ClaudeCode, file);
         Incoming {
             id: place.id.clone(),
             options: o,

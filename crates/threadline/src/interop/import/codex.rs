@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::files::Found;
 use super::lines::{json_lines, JsonLine};
-use super::{derived_uuid, display, ImportOptions, Incoming, Line, Read};
+use super::{derived_uuid, display, imported_from, Format, ImportOptions, Incoming, Line, Read};
 use crate::error::Result;
 use crate::model::convert::from_openai_responses;
 use crate::model::options::SessionOptions;
@@ -59,11 +59,7 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
         model: first_model(&lines),
         ..SessionOptions::default()
     };
-    let mut source = Map::new();
-    source.insert("format".into(), Value::String("codex".into()));
-    source.insert("file".into(), Value::String(file.clone()));
-    let m = o.metadata.get_or_insert_with(Map::new);
-    m.insert("importedFrom".into(), Value::Object(source));
+    let m = imported_from(&mut o, Format::Codex, &file);
     // A subagent's thread names the thread and the call that spawned it.
     let spawn = meta.pointer("/source/subagent/thread_spawn");
     if let Some(parent) = spawn

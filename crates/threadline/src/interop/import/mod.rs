@@ -278,19 +278,12 @@ fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result
 /// An id for a record that has none of its own, the same on every import of the same file:
 /// derived from the session, the line's text and how many identical lines came before it.
 pub(crate) fn derived_uuid(session: &str, text: &str, nth: u64) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(session.as_bytes());
-    h.update([0]);
-    h.update(text.as_bytes());
-    h.update(nth.to_le_bytes());
-    let d = h.finalize();
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&d[..16]);
-    // an RFC 9562 version 8 (custom) UUID
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    uuid::Uuid::from_bytes(b).to_string()
+    crate::model::derived_uuid::from_parts(&[
+        session.as_bytes(),
+        &[0],
+        text.as_bytes(),
+        &nth.to_le_bytes(),
+    ])
 }
 
 /// The keys `append` fills in when a record lacks them. An imported record that lacked some gets
@@ -306,6 +299,21 @@ pub(crate) fn mark_filled(record: &mut Map<String, Value>) {
     if !missing.is_empty() {
         record.insert("importedWithout".into(), Value::Array(missing));
     }
+}
+
+/// Notes where a session came from (`metadata.importedFrom`: format and file) and gives back its
+/// metadata for more.
+pub(crate) fn imported_from<'a>(
+    o: &'a mut SessionOptions,
+    format: Format,
+    file: &str,
+) -> &'a mut Map<String, Value> {
+    let m = o.metadata.get_or_insert_with(Map::new);
+    let mut source = Map::new();
+    source.insert("format".into(), Value::String(format.as_str().into()));
+    source.insert("file".into(), Value::String(file.into()));
+    m.insert("importedFrom".into(), Value::Object(source));
+    m
 }
 
 pub(crate) fn display(path: &Path) -> String {

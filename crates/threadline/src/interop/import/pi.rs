@@ -15,7 +15,9 @@ use serde_json::{json, Map, Value};
 
 use super::files::Found;
 use super::lines::{json_lines, JsonLine};
-use super::{derived_uuid, display, mark_filled, ImportOptions, Incoming, Line, Read};
+use super::{
+    derived_uuid, display, imported_from, mark_filled, Format, ImportOptions, Incoming, Line, Read,
+};
 use crate::error::Result;
 use crate::model::options::SessionOptions;
 
@@ -61,11 +63,7 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
         model: s("modelId"),
         ..SessionOptions::default()
     };
-    let mut source = Map::new();
-    source.insert("format".into(), json!("pi"));
-    source.insert("file".into(), Value::String(file.clone()));
-    let m = o.metadata.get_or_insert_with(Map::new);
-    m.insert("importedFrom".into(), Value::Object(source));
+    let m = imported_from(&mut o, Format::Pi, &file);
     if let Some(from) = s("branchedFrom") {
         m.insert("branchedFrom".into(), Value::String(from));
     }
