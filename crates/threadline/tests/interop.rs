@@ -591,3 +591,55 @@ fn a_pi_session_imports_its_messages_compactions_and_events() {
     let (again, _) = run(&s, Format::Pi, &file);
     assert_eq!((again.new_sessions, again.new_records), (0, 0));
 }
+
+#[test]
+fn a_real_project_folder_imports_with_its_subagents_linked_and_every_context_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let (report, _) = run(&s, Format::ClaudeCode, &fixtures("claude-code-projects"));
+    assert_eq!(report.sessions, 3);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let sid = "ae4a77f8-aedd-4bc1-888f-c94edc91af04";
+    let agent = s
+        .open_session(&format!("{sid}/agent-aac57f5"), None)
+        .unwrap();
+    let m = agent.info().unwrap().metadata.unwrap();
+    assert_eq!(m["parentSessionId"], sid);
+    assert_eq!(m["parentToolUseId"], "toolu_01Hf8v1Za7y4af8VUwSR4CXU");
+    let compaction = s
+        .open_session(&format!("{sid}/agent-acompact-946d2b"), None)
+        .unwrap();
+    assert_eq!(
+        compaction.info().unwrap().metadata.unwrap()["agentKind"],
+        "compaction"
+    );
+    assert_contexts_valid(&s);
+}
+
+#[test]
+fn claude_code_log_cases_import_with_every_bad_line_reported_and_every_context_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let root = fixtures("claude-code-log");
+    let (report, _) = run(&s, Format::ClaudeCode, &root);
+    // edge_cases.jsonl holds lines that are JSON but not records, and sidechain_integrated.jsonl
+    // a tool result with `is_error: null`: each such line is reported with its file, line and
+    // reason, and the rest of its file imports
+    for skip in &report.skipped {
+        assert!(
+            skip.file.ends_with("edge_cases.jsonl")
+                || skip.file.ends_with("sidechain_integrated.jsonl"),
+            "{skip:?}"
+        );
+        assert!(skip.line.is_some() && !skip.reason.is_empty());
+    }
+    assert!(report
+        .skipped
+        .iter()
+        .any(|s| s.file.ends_with("edge_cases.jsonl")));
+    assert!(report.records > 0);
+    assert!(s
+        .open_session("55550000-0000-4000-8000-000000000001/agent-showcol1", None)
+        .is_ok());
+    assert_contexts_valid(&s);
+}

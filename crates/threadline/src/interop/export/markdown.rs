@@ -2,6 +2,8 @@
 //! blocks (folded where Markdown is rendered), tool input and output in fences long enough that
 //! no backticks inside can close them.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::{turn_starts, Transcript};
@@ -9,6 +11,7 @@ use super::{turn_starts, Transcript};
 pub fn render(t: &Transcript) -> String {
     let mut out = header(t);
     let starts = turn_starts(t.turns);
+    let names = tool_names(t.records);
     for r in t.records {
         let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
         if let Some(turn) = starts.get(uuid) {
@@ -19,7 +22,7 @@ pub fn render(t: &Transcript) -> String {
             ));
         }
         match r.get("message") {
-            Some(m) => message(&mut out, r, m),
+            Some(m) => message(&mut out, r, m, &names),
             None => event(&mut out, r),
         }
     }
@@ -35,9 +38,17 @@ fn header(t: &Transcript) -> String {
             .unwrap_or_else(|| format!("Session {}", i.id))
     );
     out.push_str(&format!("- Session: `{}`\n", i.id));
-    for (k, v) in [("Project", &i.project), ("Model", &i.model)] {
-        if let Some(v) = v {
-            out.push_str(&format!("- {k}: {v}\n"));
+    if let Some(p) = &i.project {
+        out.push_str(&format!("- Project: {p}\n"));
+    }
+    match &i.model {
+        Some(m) => out.push_str(&format!("- Model: {m}\n")),
+        None => {
+            let used = models(t.records);
+            if !used.is_empty() {
+                let k = if used.len() == 1 { "Model" } else { "Models" };
+                out.push_str(&format!("- {k}: {}\n", used.join(", ")));
+            }
         }
     }
     out.push_str(&format!(
@@ -47,7 +58,7 @@ fn header(t: &Transcript) -> String {
     out
 }
 
-fn message(out: &mut String, r: &Value, m: &Value) {
+fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) {
     let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
     let who = if role == "assistant" {
         "Assistant"
@@ -56,24 +67,30 @@ fn message(out: &mut String, r: &Value, m: &Value) {
     };
     let ts = r.get("timestamp").and_then(Value::as_str).unwrap_or("");
     out.push_str(&format!("\n### {who} · {ts}\n"));
-    let blocks = m
-        .get("content")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for b in &blocks {
-        block(out, b);
+    match m.get("content") {
+        Some(Value::String(text)) => out.push_str(&format!("\n{text}\n")),
+        Some(Value::Array(blocks)) => {
+            for b in blocks {
+                block(out, b, names);
+            }
+        }
+        _ => {}
     }
 }
 
-fn block(out: &mut String, b: &Value) {
+fn block(out: &mut String, b: &Value, names: &HashMap<&str, &str>) {
     let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("");
     match s("type") {
+        "text" if s("text").trim().is_empty() => {}
         "text" => out.push_str(&format!("\n{}\n", s("text"))),
         "thinking" => details(out, "Thinking", s("thinking")),
         "redacted_thinking" => out.push_str("\n_(redacted thinking)_\n"),
         "tool_use" | "server_tool_use" => {
-            out.push_str(&format!("\n**Tool call** `{}` ({})\n", s("name"), s("id")));
+            out.push_str(&format!(
+                "\n**Tool call** {} ({})\n",
+                code_span(s("name")),
+                code_span(s("id"))
+            ));
             let input = serde_json::to_string_pretty(b.get("input").unwrap_or(&Value::Null))
                 .unwrap_or_default();
             fenced(out, "json", &input);
@@ -84,9 +101,14 @@ fn block(out: &mut String, b: &Value) {
             } else {
                 ""
             };
+            let id = s("tool_use_id");
+            let of = names
+                .get(id)
+                .map(|n| format!("{} ", code_span(n)))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "\n**Tool result** for {}{error}\n",
-                s("tool_use_id")
+                "\n**Tool result** of {of}({}){error}\n",
+                code_span(id)
             ));
             fenced(out, "", &result_text(b.get("content")));
         }
@@ -104,8 +126,12 @@ fn event(out: &mut String, r: &Value) {
     match e.summary {
         Some(summary) => details(out, "Compaction summary", summary),
         None => {
+            let ty = match (e.ty, r.get("name").and_then(Value::as_str)) {
+                ("event", Some(name)) => name,
+                (ty, _) => ty,
+            };
             let sub = e.sub.map(|s| format!(" ({s})")).unwrap_or_default();
-            out.push_str(&format!("\n_{}{sub}_\n", e.ty));
+            out.push_str(&format!("\n_{ty}{sub}_\n"));
         }
     }
 }
@@ -116,16 +142,36 @@ fn details(out: &mut String, summary: &str, body: &str) {
     ));
 }
 
-/// A fence one backtick longer than the longest run of backticks in the text.
-fn fenced(out: &mut String, lang: &str, text: &str) {
+/// The longest run of backticks in a text.
+fn longest_backticks(text: &str) -> usize {
     let mut longest = 0;
     let mut run = 0;
     for c in text.chars() {
         run = if c == '`' { run + 1 } else { 0 };
         longest = longest.max(run);
     }
-    let fence = "`".repeat(longest.max(2) + 1);
+    longest
+}
+
+/// A fence one backtick longer than the longest run of backticks in the text (three at least).
+fn fenced(out: &mut String, lang: &str, text: &str) {
+    let fence = "`".repeat(longest_backticks(text).max(2) + 1);
     out.push_str(&format!("\n{fence}{lang}\n{text}\n{fence}\n"));
+}
+
+/// Inline code that backticks inside cannot close (CommonMark: a longer delimiter, and a space
+/// on each side when the text starts or ends with a backtick).
+fn code_span(text: &str) -> String {
+    if text.is_empty() {
+        return "``".into();
+    }
+    let ticks = "`".repeat(longest_backticks(text) + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{pad}{text}{pad}{ticks}")
 }
 
 pub(super) fn result_text(content: Option<&Value>) -> String {
@@ -164,9 +210,91 @@ pub(super) fn media(b: &Value) -> String {
     }
 }
 
+/// The models the assistant messages name, each once, in order of first use.
+pub(super) fn models(records: &[Value]) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for r in records {
+        let m = r
+            .get("message")
+            .and_then(|m| m.get("model"))
+            .and_then(Value::as_str);
+        if let Some(m) = m.filter(|m| !m.is_empty() && *m != "<synthetic>") {
+            if !seen.contains(&m) {
+                seen.push(m);
+            }
+        }
+    }
+    seen
+}
+
+/// Each tool call's name by its id, so that its result can say which tool it answers.
+pub(super) fn tool_names(records: &[Value]) -> HashMap<&str, &str> {
+    let mut names = HashMap::new();
+    for r in records {
+        let blocks = r
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array);
+        for b in blocks.into_iter().flatten() {
+            if let (Some(id), Some(name)) = (
+                b.get("id").and_then(Value::as_str),
+                b.get("name").and_then(Value::as_str),
+            ) {
+                names.insert(id, name);
+            }
+        }
+    }
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::options::{SessionInfo, Status};
+    use crate::model::state::{Turn, TurnStatus};
+    use crate::model::usage::Usage;
+    use serde_json::json;
+
+    fn doc(records: Vec<Value>, turns: &[Turn]) -> String {
+        let info = SessionInfo {
+            id: "sid".into(),
+            project: Some("/work/p".into()),
+            title: None,
+            provider: None,
+            model: Some("claude-x".into()),
+            status: Status::Active,
+            created_at: "2026-01-01T00:00:00Z".into(),
+            updated_at: "2026-01-02T00:00:00Z".into(),
+            message_count: 3,
+            context_window: None,
+            forked_from: None,
+            metadata: None,
+        };
+        render(&Transcript {
+            info: &info,
+            records: &records,
+            turns,
+        })
+    }
+
+    fn turn() -> Turn {
+        Turn {
+            index: 0,
+            start_index: 0,
+            end_index: 2,
+            start_uuid: "a".into(),
+            end_uuid: "c".into(),
+            message_count: 3,
+            tool_use_count: 1,
+            usage: Usage {
+                input_tokens: 1,
+                output_tokens: 2,
+                cache_read_input_tokens: 3,
+                cache_creation_input_tokens: 4,
+            },
+            status: TurnStatus::Complete,
+        }
+    }
 
     #[test]
     fn a_fence_outlasts_the_backticks_inside() {
@@ -174,5 +302,53 @@ mod tests {
         fenced(&mut out, "", "a ```` b");
         assert!(out.starts_with("\n`````\n"), "{out}");
         assert!(out.ends_with("\n`````\n"));
+        let mut out = String::new();
+        fenced(&mut out, "json", "no ticks");
+        assert_eq!(out, "\n```json\nno ticks\n```\n");
+        assert_eq!(code_span("a`b"), "``a`b``");
+        assert_eq!(code_span("`x"), "`` `x ``");
+    }
+
+    #[test]
+    fn a_transcript_turn_by_turn() {
+        let md = doc(
+            vec![
+                json!({"uuid": "s0", "seq": 0, "type": "summary", "subtype": "x"}),
+                json!({"uuid": "a", "seq": 1, "timestamp": "T1", "message": {"role": "user", "content": "hello *there*"}}),
+                json!({"uuid": "b", "seq": 2, "timestamp": "T2", "message": {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "let me think", "signature": "sig"},
+                    {"type": "text", "text": "Sure:\n```sh\nls\n```"},
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo ```"}},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAAAAAA"}}]}}),
+                json!({"uuid": "c", "seq": 3, "timestamp": "T3", "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "boom ````"}], "is_error": true}]}}),
+                json!({"uuid": "p", "seq": 4, "type": "progress", "data": {"type": "hook_progress"}}),
+            ],
+            &[turn()],
+        );
+        assert!(md.starts_with("# Session sid\n"), "{md}");
+        assert!(md.contains("- Session: `sid`\n- Project: /work/p\n- Model: claude-x\n"));
+        assert!(md.contains("- Created: 2026-01-01T00:00:00Z"));
+        assert!(md.contains("\n## Turn 1 · 1 in · 2 out · 3 cache read · 4 cache write\n"));
+        assert!(
+            md.contains("\n### User · T1\n\nhello *there*\n"),
+            "text as it is"
+        );
+        assert!(md.contains("\n### Assistant · T2\n"));
+        assert!(md.contains("<details><summary>Thinking</summary>\n\nlet me think\n\n</details>"));
+        assert!(md.contains("Sure:\n```sh\nls\n```\n"));
+        assert!(md.contains(
+            "**Tool call** `Bash` (`t1`)\n\n````json\n{\n  \"command\": \"echo ```\"\n}\n````\n"
+        ));
+        assert!(
+            md.contains("**Tool result** of `Bash` (`t1`) (error)\n\n`````\nboom ````\n`````\n")
+        );
+        assert!(md.contains("\n_[image: image/png, 6 bytes]_\n"));
+        assert!(md.contains("\n_summary (x)_\n"));
+        assert!(md.contains("\n_progress (hook_progress)_\n"));
+        // the turn heading comes before the turn's first message, after the event before it
+        let turn_at = md.find("## Turn 1").unwrap();
+        assert!(md.find("_summary (x)_").unwrap() < turn_at);
+        assert!(turn_at < md.find("### User").unwrap());
     }
 }

@@ -257,7 +257,8 @@ fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result
             }),
         }
     }
-    let count = drafts.len() as u64;
+    // every record the file had; those skipped (here or by the write) are not counted
+    let count = lines.len() as u64;
     // A new session keeps the times of its source: it began at its first record and was last
     // written at its last (so `ls` lists imported sessions by when they happened).
     let dated = created.then(|| span(&drafts)).flatten();
