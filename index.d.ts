@@ -873,7 +873,7 @@ export interface Damage {
 /** What `session.verify()` and `store.verify()` found. */
 /** What `store.import` reads. */
 export interface ImportSource {
-  format: 'claude-code' | 'codex' | 'pi'
+  format: 'claude-code' | 'codex' | 'pi' | 'fspec'
   /** a file, or a folder searched to any depth */
   path: string
 }

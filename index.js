@@ -1450,7 +1450,7 @@ const StoreSteps = {
   },
 }
 
-const IMPORT_FORMATS = ['claude-code', 'codex', 'pi']
+const IMPORT_FORMATS = ['claude-code', 'codex', 'pi', 'fspec']
 const EXPORT_FORMATS = ['claude-code', 'markdown', 'html', 'snapshot']
 
 /** A value in an error message: a string as it is, anything else by its kind. @param {unknown} v */

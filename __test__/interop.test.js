@@ -109,6 +109,43 @@ test('threadline/promise imports and exports the same', async (t) => {
   await assert.rejects(sb.export('pdf'), (e) => e.code === 'INVALID_INPUT')
 })
 
+test('a pi tree imports with its branches, an fspec data directory with its fork, compaction and blobs (both APIs)', async (t) => {
+  const dir = tmpDir(t)
+  const a = Store.open(path.join(dir, 'a.db'))
+  const b = await promiseLib.Store.open(path.join(dir, 'b.db'))
+  t.after(async () => { a.close(); await b.close() })
+  const pi = path.join(ROOT, 'fixtures', 'pi', 'branched.jsonl')
+  const entries = linesOf(pi)
+  const report = await a.import({ format: 'pi', path: pi })
+  assert.deepEqual(report.skipped, [])
+  const tree = a.openSession(entries[0].id)
+  const parents = new Set(entries.map((e) => e.parentId))
+  const leaves = entries.slice(1).map((e) => e.id).filter((id) => !parents.has(id))
+  const branches = tree.branches()
+  assert.deepEqual(branches.map((br) => br.leafUuid).sort(), leaves.sort())
+  assert.equal(branches.find((br) => br.current).leafUuid, entries.at(-1).id, 'pi resumes at its last entry')
+  assert.equal((await a.import({ format: 'pi', path: pi })).newRecords, 0)
+
+  const data = path.join(ROOT, 'fixtures', 'fspec', 'data')
+  const manifests = fs.readdirSync(path.join(data, 'sessions')).map((f) => JSON.parse(fs.readFileSync(path.join(data, 'sessions', f), 'utf8')))
+  const seen = []
+  const fspec = await b.import({ format: 'fspec', path: data }, { onProgress: (p) => seen.push(p.files) })
+  assert.deepEqual(fspec.skipped, [])
+  assert.equal(fspec.newSessions, manifests.length)
+  assert.deepEqual(seen, Array.from({ length: manifests.length + 1 }, (_, i) => i + 1), 'the messages file, then each manifest')
+  const fork = manifests.find((m) => m.forked_from)
+  const info = await (await b.openSession(fork.id)).info()
+  assert.deepEqual(info.forkedFrom, { sessionId: fork.forked_from.source_session_id, uuid: fork.messages[fork.forked_from.fork_after_index].message_id })
+  assert.equal(info.title, fork.name)
+  const compacted = manifests.find((m) => m.compaction)
+  const s = await b.openSession(compacted.id)
+  assert.equal((await s.allMessages()).length, compacted.messages.length)
+  const c = await s.buildContext({ target: 'anthropic' })
+  assert.ok(c.messages[0].content[0].text.includes(compacted.compaction.summary.slice(0, 60)))
+  assert.equal((await b.import({ format: 'fspec', path: data })).newRecords, 0)
+  assertValidContexts(a)
+})
+
 test('a grown file adds only its new lines; a line that is not JSON is reported with its file and line, the rest imports', async (t) => {
   const dir = tmpDir(t)
   const store = Store.open(path.join(dir, 'a.db'))
@@ -133,7 +170,7 @@ test('bad sources and options are INVALID_INPUT naming the field, a missing path
   t.after(() => store.close())
   const cases = [
     [undefined, undefined, 'INVALID_INPUT', /import: source: expected \{ format, path \}/],
-    [{ format: 'gemini', path: CLAUDE }, undefined, 'INVALID_INPUT', /source\.format: expected one of 'claude-code', 'codex', 'pi', got 'gemini'/],
+    [{ format: 'gemini', path: CLAUDE }, undefined, 'INVALID_INPUT', /source\.format: expected one of 'claude-code', 'codex', 'pi', 'fspec', got 'gemini'/],
     [{ format: 'claude-code' }, undefined, 'INVALID_INPUT', /source\.path: expected a file or folder path/],
     [{ format: 'claude-code', path: CLAUDE, extra: 1 }, undefined, 'INVALID_INPUT', /source\.extra: unknown field/],
     [{ format: 'claude-code', path: CLAUDE }, { onProgress: 3 }, 'INVALID_INPUT', /options\.onProgress: expected a function/],

@@ -4,9 +4,9 @@
 //   node --expose-gc bench/interop.js [--runs N]
 //
 // 1. Import throughput: every session file in fixtures/ (Claude Code files and subagents, Codex
-//    rollouts, a pi session) imported into a fresh store, against the floor of reading the
-//    same files and JSON.parse-ing every line in this process; interleaved, the median of N runs.
-//    Ratio = import time / floor time (MB/s of each too).
+//    rollouts, pi sessions, an fspec data directory) imported into a fresh store, against the
+//    floor of reading the same files and JSON.parse-ing every line (a manifest whole) in this
+//    process; interleaved, the median of N runs. Ratio = import time / floor time (MB/s of each).
 // 2. `threadline ls` on a store of 10,000 sessions, and `threadline show` of a 10,000-record
 //    session (the real fixtures' records, repeated), each a new process writing to a pipe, against
 //    a new node process that only starts (`node -e 0`): the cost of the command over the process.
@@ -43,6 +43,7 @@ function sources() {
     ['claude-code', ['claude-code', 'claude-code-subagents', 'claude-code-log'], (n) => n.endsWith('.jsonl')],
     ['codex', ['codex'], (n) => n.startsWith('rollout-') && n.endsWith('.jsonl')],
     ['pi', ['pi'], (n) => n.endsWith('.jsonl')],
+    ['fspec', [path.join('fspec', 'data')], (n) => n === 'messages.jsonl' || n.endsWith('.json')],
   ]) {
     for (const d of dirs) {
       const dir = path.join(ROOT, 'fixtures', d)
@@ -58,6 +59,12 @@ function sources() {
 function floor(files) {
   let n = 0
   for (const f of files) {
+    // a manifest is one JSON document; the rest are JSON lines
+    if (f.endsWith('.json')) {
+      JSON.parse(fs.readFileSync(f, 'utf8'))
+      n++
+      continue
+    }
     for (const line of fs.readFileSync(f, 'utf8').split('\n')) {
       if (line.trim() === '') continue
       try {

@@ -74,7 +74,7 @@ function program() {
     .option('--limit <n>', 'at most this many hits', count, 20)
     .action(run((o, q) => search(q, o)))
   p.command('import <format> <path>')
-    .description("bring in another agent's sessions: format claude-code (a file, a project folder or ~/.claude/projects), codex (~/.codex/sessions) or pi (~/.pi/agent/sessions)")
+    .description("bring in another agent's sessions: format claude-code (a file, a project folder or ~/.claude/projects), codex (~/.codex/sessions), pi (~/.pi/agent/sessions) or fspec (a codelet data directory, ~/.fspec)")
     .option('--project <name>', 'the project of every imported session')
     .action(run((o, format, from) => importFiles(format, from, o)))
   p.command('export <id>')

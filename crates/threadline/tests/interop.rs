@@ -1,5 +1,6 @@
 //! Import of other agents' files and export back, on the real fixtures.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -593,6 +594,102 @@ fn a_pi_session_imports_its_messages_compactions_and_events() {
 }
 
 #[test]
+fn a_pi_tree_imports_with_its_branches_as_branches_and_the_last_one_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let file = fixtures("pi/branched.jsonl");
+    let entries = lines_of(&file);
+    let (report, _) = run(&s, Format::Pi, &file);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    // pi's tree from the file itself: the leaves are the entries nothing continues, and the
+    // current branch is the path from the last entry back to the root.
+    let parents: HashSet<&str> = entries
+        .iter()
+        .filter_map(|e| e["parentId"].as_str())
+        .collect();
+    let leaves: HashSet<String> = entries
+        .iter()
+        .filter(|e| e["type"] != "session")
+        .filter_map(|e| e["id"].as_str())
+        .filter(|id| !parents.contains(id))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(leaves.len(), 3);
+    let by_id: HashMap<&str, &Value> = entries
+        .iter()
+        .filter_map(|e| Some((e["id"].as_str()?, e)))
+        .collect();
+    let mut path = Vec::new();
+    let mut at = entries.last().unwrap();
+    loop {
+        path.push(at);
+        match at["parentId"].as_str() {
+            Some(p) => at = by_id[p],
+            None => break,
+        }
+    }
+    assert_eq!(
+        report.events["rewind"], 2,
+        "one rewind per branch point pi went back to"
+    );
+
+    let session = s
+        .open_session("019b001f-d6fa-74b8-a3c0-2be0a64ca101", None)
+        .unwrap();
+    let branches = session.branches().unwrap();
+    let found: HashSet<String> = branches.iter().map(|b| b.leaf_uuid.clone()).collect();
+    assert_eq!(found, leaves);
+    let current = branches.iter().find(|b| b.current).unwrap();
+    assert_eq!(
+        Some(current.leaf_uuid.as_str()),
+        entries.last().unwrap()["id"].as_str()
+    );
+    // each abandoned branch names the entry pi went back to
+    let forked: HashMap<String, Option<String>> = branches
+        .iter()
+        .map(|b| (b.leaf_uuid.clone(), b.forked_at_uuid.clone()))
+        .collect();
+    assert_eq!(forked["2b59bdde"].as_deref(), Some("fae19071"));
+    assert_eq!(forked["ed70f735"].as_deref(), Some("73a18acb"));
+    // messages follow the current branch (from the compaction's summary and the entry it keeps);
+    // allMessages is the whole branch, across the compaction
+    let compaction = entries.iter().find(|e| e["type"] == "compaction").unwrap();
+    let kept = compaction["firstKeptEntryId"].as_str().unwrap();
+    let on_branch: Vec<&&Value> = path
+        .iter()
+        .rev()
+        .filter(|e| e["type"] == "message")
+        .collect();
+    let from = on_branch.iter().position(|e| e["id"] == kept).unwrap();
+    let messages = session.messages().unwrap();
+    assert_eq!(messages.len(), 1 + on_branch.len() - from);
+    assert_eq!(session.all_messages().unwrap().len(), on_branch.len());
+    assert!(on_branch.len() < entries.iter().filter(|e| e["type"] == "message").count());
+    // the context: the compaction's summary, then from the entry it keeps, along the branch
+    let c = session
+        .build_context(&context_options(Target::Anthropic))
+        .unwrap();
+    let summary = compaction["summary"].as_str().unwrap();
+    let first = c.messages[0]["content"][0]["text"].as_str().unwrap();
+    assert!(first.contains(&summary[..40]), "{first}");
+    // the abandoned branches' prompts are not in it; the current branch's are
+    let text_of = |id: &str| {
+        by_id[id]["message"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let sent = serde_json::to_string(&c.messages).unwrap();
+    assert!(!sent.contains(&text_of("8449278d")));
+    assert!(sent.contains(&text_of("6b3fcfe7")));
+    assert_contexts_valid(&s);
+    // a second import finds the rewinds too
+    let (again, _) = run(&s, Format::Pi, &file);
+    assert_eq!((again.new_sessions, again.new_records), (0, 0));
+    assert_eq!(session.branches().unwrap().len(), 3);
+}
+
+#[test]
 fn a_real_project_folder_imports_with_its_subagents_linked_and_every_context_valid() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path(), "a.db");
@@ -642,4 +739,193 @@ fn claude_code_log_cases_import_with_every_bad_line_reported_and_every_context_v
         .open_session("55550000-0000-4000-8000-000000000001/agent-showcol1", None)
         .is_ok());
     assert_contexts_valid(&s);
+}
+
+/// The manifests of an fspec data directory, and its stored messages by id (the last line of an
+/// id wins, as in fspec: a metadata update appends the message again).
+fn fspec_data(data: &Path) -> (Vec<Value>, HashMap<String, Value>) {
+    let mut manifests: Vec<Value> = std::fs::read_dir(data.join("sessions"))
+        .unwrap()
+        .map(|e| {
+            serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap()
+        })
+        .collect();
+    manifests.sort_by_key(|m: &Value| m["id"].as_str().unwrap().to_string());
+    let stored = lines_of(&data.join("messages/messages.jsonl"))
+        .into_iter()
+        .map(|v| (v["id"].as_str().unwrap().to_string(), v))
+        .collect();
+    (manifests, stored)
+}
+
+#[test]
+fn an_fspec_data_directory_imports_its_sessions_with_forks_merges_compaction_blobs_and_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let data = fixtures("fspec/data");
+    let (manifests, stored) = fspec_data(&data);
+    let (report, seen) = run(&s, Format::Fspec, &data);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(report.sessions, manifests.len() as u64);
+    // the messages file, then each manifest
+    assert_eq!(seen.len(), manifests.len() + 1);
+    assert_eq!(seen[0].records, 0);
+    for m in &manifests {
+        let id = m["id"].as_str().unwrap();
+        let session = s.open_session(id, None).unwrap();
+        let info = session.info().unwrap();
+        assert_eq!(info.title.as_deref(), m["name"].as_str());
+        assert_eq!(info.project.as_deref(), m["project"].as_str());
+        let refs = m["messages"].as_array().unwrap();
+        let all = session.all_messages().unwrap();
+        assert_eq!(all.len(), refs.len(), "{id}: every message of the manifest");
+        // each message as its envelope had it, the blobs put back
+        for (r, got) in refs.iter().zip(&all) {
+            let env = &stored[r["message_id"].as_str().unwrap()]["metadata"]["message"];
+            assert_eq!(got["role"], env["role"]);
+            let blocks = env["content"].as_array().unwrap();
+            assert_eq!(got["content"].as_array().unwrap().len(), blocks.len());
+            for (g, b) in got["content"].as_array().unwrap().iter().zip(blocks) {
+                assert_eq!(g["type"], b["type"]);
+                if let Some(text) = b["text"].as_str() {
+                    assert_eq!(g["text"], text);
+                }
+            }
+        }
+        match m["forked_from"].as_object() {
+            Some(f) => {
+                let at = f["fork_after_index"].as_u64().unwrap() as usize;
+                let from = info.forked_from.as_ref().unwrap();
+                assert_eq!(from.session_id, f["source_session_id"].as_str().unwrap());
+                assert_eq!(from.uuid, refs[at]["message_id"].as_str().unwrap());
+            }
+            None => assert!(info.forked_from.is_none()),
+        }
+        let usage = &m["token_usage"];
+        if usage["cumulative_billed_output"].as_u64().unwrap() > 0 {
+            let t = session.token_tracker().unwrap();
+            assert_eq!(
+                t.cumulative_output_tokens,
+                usage["cumulative_billed_output"]
+            );
+            assert_eq!(t.context_tokens, usage["current_context_tokens"]);
+        }
+        // a compaction: the summary, then the messages from `compacted_before_index`
+        if let Some(c) = m["compaction"].as_object() {
+            let kept = c["compacted_before_index"].as_u64().unwrap() as usize;
+            assert_eq!(session.messages().unwrap().len(), 1 + refs.len() - kept);
+            let ctx = session
+                .build_context(&context_options(Target::Anthropic))
+                .unwrap();
+            let first = ctx.messages[0]["content"][0]["text"].as_str().unwrap();
+            let summary = c["summary"].as_str().unwrap();
+            assert!(first.contains(&summary[..60]), "{first}");
+        }
+    }
+    assert!(manifests.iter().any(|m| m["compaction"].is_object()));
+    assert!(manifests.iter().any(|m| m["forked_from"].is_object()));
+    // a tool result fspec put in blobs/ comes back whole
+    let blob_dir = data.join("blobs");
+    let blob = std::fs::read_dir(&blob_dir)
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .next()
+        .unwrap();
+    assert!(blob.len() > 10 * 1024);
+    let found = manifests.iter().any(|m| {
+        let session = s.open_session(m["id"].as_str().unwrap(), None).unwrap();
+        session.all_messages().unwrap().iter().any(|msg| {
+            msg["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["type"] == "tool_result" && b["content"] == blob.as_str())
+        })
+    });
+    assert!(found, "the blob's text is the tool result's content");
+    assert_contexts_valid(&s);
+    let (again, _) = run(&s, Format::Fspec, &data);
+    assert_eq!((again.new_sessions, again.new_records), (0, 0));
+    // one session's manifest alone reads the messages file beside it
+    let t = store(dir.path(), "t.db");
+    let one = data
+        .join("sessions")
+        .join(format!("{}.json", manifests[0]["id"].as_str().unwrap()));
+    let (single, _) = run(&t, Format::Fspec, &one);
+    assert_eq!(single.sessions, 1);
+    assert!(single.skipped.is_empty(), "{:?}", single.skipped);
+
+    // exported as Claude Code JSONL and imported again: the same request
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for m in &manifests {
+        let id = m["id"].as_str().unwrap();
+        let text = export(&s.open_session(id, None).unwrap(), ExportFormat::ClaudeCode).unwrap();
+        std::fs::write(out.join(format!("{id}.jsonl")), text).unwrap();
+    }
+    let b = store(dir.path(), "b.db");
+    let (back, _) = run(&b, Format::ClaudeCode, &out);
+    assert!(back.skipped.is_empty(), "{:?}", back.skipped);
+    for m in &manifests {
+        let id = m["id"].as_str().unwrap();
+        let x = s.open_session(id, None).unwrap();
+        let y = b.open_session(id, None).unwrap();
+        // Claude Code writes one content block a line; its lines of one response are one
+        // message again in the request
+        let request = |s: &threadline::Session| {
+            s.build_context(&context_options(Target::Anthropic))
+                .unwrap()
+                .messages
+        };
+        assert_eq!(request(&x), request(&y), "{id}");
+    }
+}
+
+#[test]
+fn an_fspec_manifest_naming_a_missing_message_reports_it_and_imports_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("fspec");
+    let src = fixtures("fspec/data");
+    for sub in ["sessions", "messages"] {
+        std::fs::create_dir_all(data.join(sub)).unwrap();
+    }
+    let (manifests, _) = fspec_data(&src);
+    let m = manifests
+        .iter()
+        .find(|m| {
+            m["forked_from"].is_null()
+                && m["compaction"].is_null()
+                && m["merged_from"].as_array().unwrap().is_empty()
+        })
+        .unwrap();
+    let id = m["id"].as_str().unwrap();
+    let mut broken = m.clone();
+    broken["messages"][0]["message_id"] = json!("00000000-0000-4000-8000-000000000000");
+    std::fs::write(data.join(format!("sessions/{id}.json")), broken.to_string()).unwrap();
+    std::fs::write(data.join("sessions/garbage.json"), "{ not json").unwrap();
+    std::fs::copy(
+        src.join("messages/messages.jsonl"),
+        data.join("messages/messages.jsonl"),
+    )
+    .unwrap();
+    let s = store(dir.path(), "a.db");
+    let (report, _) = run(&s, Format::Fspec, &data);
+    let reasons: Vec<&str> = report.skipped.iter().map(|k| k.reason.as_str()).collect();
+    assert_eq!(report.skipped.len(), 2, "{reasons:?}");
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("messages[0]: message '00000000-")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.starts_with("not JSON")),
+        "{reasons:?}"
+    );
+    let session = s.open_session(id, None).unwrap();
+    assert_eq!(
+        session.all_messages().unwrap().len(),
+        m["messages"].as_array().unwrap().len() - 1
+    );
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::error::{Error, Result};
 use crate::model::envelope::Draft;
 use crate::model::state::State;
-use crate::session::Session;
+use crate::session::{Session, Writer};
 
 /// The record type of a rewind.
 pub use crate::model::envelope::REWIND;
@@ -32,33 +32,8 @@ impl Session {
     /// Continues the session from record `to_uuid`: the next append's parent is it, and
     /// `messages`, turns, token state and context are those of the branch ending there.
     pub fn rewind(&self, to_uuid: &str) -> Result<()> {
-        let run = || {
-            self.transact(|w| {
-                let num = w.num();
-                let seq =
-                    crate::storage::records::seq_of(w.conn, num, to_uuid)?.ok_or_else(|| {
-                        Error::NotFound(format!("no record '{to_uuid}' in this session"))
-                    })?;
-                let mut state = state_at(w.conn, num, seq)?;
-                let at = w.tail.next_seq;
-                state.branch_path = state.path(seq);
-                state.segment_start = at;
-                let mut env = Map::new();
-                env.insert("type".into(), Value::String(REWIND.into()));
-                env.insert("parentUuid".into(), Value::String(to_uuid.into()));
-                env.insert("includeInContext".into(), Value::Bool(false));
-                let from = w.tail.last_uuid.clone();
-                env.insert(
-                    "rewind".into(),
-                    json!({"toUuid": to_uuid, "fromUuid": from}),
-                );
-                w.tail.state = state;
-                w.insert(Draft::from_envelope(env)?)?;
-                w.tail.last_uuid = Some(to_uuid.to_string());
-                Ok(())
-            })
-        };
-        run().map_err(|e: Error| e.during("rewind"))
+        self.transact(|w| w.rewind(to_uuid, None).map(|_| ()))
+            .map_err(|e: Error| e.during("rewind"))
     }
 
     /// The current branch and every branch a rewind left, most recent first after the current.
@@ -120,6 +95,42 @@ impl Session {
             Ok(out)
         };
         run().map_err(|e: Error| e.during("branches"))
+    }
+}
+
+impl Writer<'_> {
+    /// Writes a rewind to `to_uuid` (with `uuid` when given: an import's, derived from its source,
+    /// so a second import finds it). A rewind whose uuid is stored already is not written again.
+    /// Returns whether it was written.
+    pub(crate) fn rewind(&mut self, to_uuid: &str, uuid: Option<&str>) -> Result<bool> {
+        let num = self.num();
+        if let Some(u) = uuid {
+            if crate::storage::records::find_uuid(self.conn, num, u)?.is_some() {
+                return Ok(false);
+            }
+        }
+        let seq = crate::storage::records::seq_of(self.conn, num, to_uuid)?
+            .ok_or_else(|| Error::NotFound(format!("no record '{to_uuid}' in this session")))?;
+        let mut state = state_at(self.conn, num, seq)?;
+        let at = self.tail.next_seq;
+        state.branch_path = state.path(seq);
+        state.segment_start = at;
+        let mut env = Map::new();
+        env.insert("type".into(), Value::String(REWIND.into()));
+        if let Some(u) = uuid {
+            env.insert("uuid".into(), Value::String(u.into()));
+        }
+        env.insert("parentUuid".into(), Value::String(to_uuid.into()));
+        env.insert("includeInContext".into(), Value::Bool(false));
+        let from = self.tail.last_uuid.clone();
+        env.insert(
+            "rewind".into(),
+            json!({"toUuid": to_uuid, "fromUuid": from}),
+        );
+        self.tail.state = state;
+        self.insert(Draft::from_envelope(env)?)?;
+        self.tail.last_uuid = Some(to_uuid.to_string());
+        Ok(true)
     }
 }
 

@@ -299,9 +299,9 @@ impl Session {
         &self,
         drafts: Vec<(usize, Draft)>,
         skipped: &mut Vec<Skipped>,
-        dated: Option<(i64, i64)>,
+        origin: Origin,
     ) -> Result<u64> {
-        self.write_tolerant(drafts, skipped, Mode::Import { dated })
+        self.write_tolerant(drafts, skipped, Mode::Import(origin))
             .map(|(_, new)| new)
             .map_err(|e| e.during("import"))
     }
@@ -334,20 +334,24 @@ impl Session {
             now: Now::new(),
         };
         for (index, d) in drafts {
-            match w.insert(d) {
-                Ok(_) => {}
-                Err(Error::InvalidInput(reason)) => skipped.push(Skipped { index, reason }),
+            match w.insert_or_rewind(d) {
+                Ok(()) => {}
+                Err(Error::InvalidInput(reason) | Error::NotFound(reason)) => {
+                    skipped.push(Skipped { index, reason })
+                }
                 Err(e) => return Err(e),
             }
         }
         let next = w.tail;
         let new = next.next_seq - tail.next_seq;
-        if let Mode::Import {
-            dated: Some((created, updated)),
-        } = mode
-        {
-            crate::storage::sessions::set_created(&tx, self.num, created)?;
-            crate::storage::sessions::backdate(&tx, self.num, updated)?;
+        if let Mode::Import(origin) = &mode {
+            if let Some((created, updated)) = origin.dated {
+                crate::storage::sessions::set_created(&tx, self.num, created)?;
+                crate::storage::sessions::backdate(&tx, self.num, updated)?;
+            }
+            if let Some(f) = &origin.forked_from {
+                crate::storage::sessions::set_forked_from(&tx, self.num, &f.to_string())?;
+            }
         }
         if next.next_seq != tail.next_seq {
             crate::storage::write_order::touch_records(&tx, self.num, next.next_seq)?;
@@ -360,10 +364,18 @@ impl Session {
 }
 
 /// What a tolerant write is for.
-#[derive(Clone, Copy)]
 enum Mode {
     Restore,
-    Import { dated: Option<(i64, i64)> },
+    Import(Origin),
+}
+
+/// What an import knows of a new session besides its records.
+#[derive(Debug, Default)]
+pub struct Origin {
+    /// when it began and was last written (ms), from its source's records
+    pub dated: Option<(i64, i64)>,
+    /// `{sessionId, uuid}` when the source says it was forked
+    pub forked_from: Option<Value>,
 }
 
 /// A write transaction in progress: records inserted through it fold into its tail, which
@@ -382,6 +394,22 @@ impl Writer<'_> {
 
     pub fn session_id(&self) -> &str {
         &self.session.id
+    }
+
+    /// A restored or imported record: a `rewind` record (one a store exported, or one an importer
+    /// made where its source's tree branches) rewinds; any other is inserted.
+    fn insert_or_rewind(&mut self, d: Draft) -> Result<()> {
+        if d.record_type() == crate::model::envelope::REWIND {
+            let to = d
+                .env
+                .get("rewind")
+                .and_then(|r| r.get("toUuid"))
+                .and_then(Value::as_str);
+            if let Some(to) = to {
+                return self.rewind(to, d.uuid()).map(|_| ());
+            }
+        }
+        self.insert(d).map(|_| ())
     }
 
     /// Validates what needs the store, completes the envelope, folds it into the state and

@@ -201,6 +201,15 @@ pub(crate) fn set_created(conn: &Db, num: i64, created_ms: i64) -> Result<()> {
     Ok(())
 }
 
+/// An imported session's `forkedFrom` (JSON text of `{sessionId, uuid}`).
+pub(crate) fn set_forked_from(conn: &Db, num: i64, forked_from: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE sessions SET forked_from = ?1 WHERE num = ?2",
+        &args![forked_from, num],
+    )?;
+    Ok(())
+}
+
 impl Row {
     /// What makes this a row no session could have (`field: why`), if anything.
     pub(crate) fn problem(&self) -> Option<String> {

@@ -102,6 +102,7 @@ impl Reader {
             options: o,
             file: file.to_string(),
             records,
+            forked_from: None,
         }
     }
 

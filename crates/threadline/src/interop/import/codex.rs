@@ -80,6 +80,7 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
         options: o,
         file,
         records,
+        forked_from: None,
     });
     Ok(read)
 }

@@ -49,6 +49,15 @@ fn wanted(format: Format, path: &Path) -> bool {
         Format::ClaudeCode => name.ends_with(".jsonl"),
         Format::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
         Format::Pi => name.ends_with(".jsonl"),
+        // a data directory's messages file (read first: path order) and its manifests
+        Format::Fspec => {
+            let parent = path
+                .parent()
+                .and_then(|p| p.file_name())
+                .and_then(|n| n.to_str());
+            (name == "messages.jsonl" && parent == Some("messages"))
+                || (name.ends_with(".json") && parent == Some("sessions"))
+        }
     }
 }
 

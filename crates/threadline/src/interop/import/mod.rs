@@ -6,6 +6,7 @@
 mod claude_code;
 mod codex;
 mod files;
+mod fspec;
 mod lines;
 mod pi;
 
@@ -27,6 +28,7 @@ pub enum Format {
     ClaudeCode,
     Codex,
     Pi,
+    Fspec,
 }
 
 impl Format {
@@ -35,8 +37,9 @@ impl Format {
             "claude-code" => Ok(Format::ClaudeCode),
             "codex" => Ok(Format::Codex),
             "pi" => Ok(Format::Pi),
+            "fspec" => Ok(Format::Fspec),
             other => Err(Error::InvalidInput(format!(
-                "source.format: expected 'claude-code', 'codex' or 'pi', got '{other}'"
+                "source.format: expected 'claude-code', 'codex', 'pi' or 'fspec', got '{other}'"
             ))),
         }
     }
@@ -46,6 +49,7 @@ impl Format {
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
             Format::Pi => "pi",
+            Format::Fspec => "fspec",
         }
     }
 }
@@ -101,6 +105,8 @@ pub(crate) struct Incoming {
     pub options: SessionOptions,
     pub file: String,
     pub records: Vec<Line>,
+    /// `{sessionId, uuid}`: the session and record a new session was forked from
+    pub forked_from: Option<Value>,
 }
 
 pub(crate) struct Line {
@@ -196,6 +202,7 @@ enum Reader {
     ClaudeCode(claude_code::Reader),
     Codex,
     Pi,
+    Fspec(fspec::Reader),
 }
 
 impl Reader {
@@ -204,6 +211,7 @@ impl Reader {
             Format::ClaudeCode => Reader::ClaudeCode(claude_code::Reader::new()),
             Format::Codex => Reader::Codex,
             Format::Pi => Reader::Pi,
+            Format::Fspec => Reader::Fspec(fspec::Reader::new()),
         }
     }
 
@@ -213,6 +221,7 @@ impl Reader {
             Reader::ClaudeCode(r) => r.read(f, &text, options),
             Reader::Codex => codex::read(f, &text, options),
             Reader::Pi => pi::read(f, &text, options),
+            Reader::Fspec(r) => r.read(f, &text, options),
         }
     }
 }
@@ -261,8 +270,11 @@ fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result
     let count = lines.len() as u64;
     // A new session keeps the times of its source: it began at its first record and was last
     // written at its last (so `ls` lists imported sessions by when they happened).
-    let dated = created.then(|| span(&drafts)).flatten();
-    report.new_records += session.import_records(drafts, &mut skipped, dated)?;
+    let origin = crate::session::Origin {
+        dated: created.then(|| span(&drafts)).flatten(),
+        forked_from: incoming.forked_from.filter(|_| created),
+    };
+    report.new_records += session.import_records(drafts, &mut skipped, origin)?;
     report.records += count - skipped.len() as u64;
     skipped.sort_by_key(|s| s.index);
     report

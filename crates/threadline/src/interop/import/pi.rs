@@ -10,6 +10,13 @@
 //! as `pi`. A compaction becomes a Threadline compaction (the entry kept beside it). A
 //! bashExecution (a command the user ran) is an event with its message kept whole as `pi`; every
 //! other entry is kept as it is, an event.
+//!
+//! pi appends every entry with the entry it continues as `parentId`; going back in the tree makes
+//! the next entry continue an earlier one. There the import writes a Threadline rewind to that
+//! entry first, so the session's branches are pi's, and the last entry's branch (where pi
+//! resumes) is current.
+
+use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
@@ -49,14 +56,30 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
             _ => derived_uuid(&id, l.text, l.nth),
         })
         .collect();
-    let records = lines
-        .iter()
-        .zip(&uuids)
-        .map(|(l, uuid)| Line {
+    let mut records = Vec::with_capacity(lines.len());
+    let mut leaf: Option<&str> = None;
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (l, uuid) in lines.iter().zip(&uuids) {
+        if l.value.get("type").and_then(Value::as_str) == Some("session") {
+            records.push(Line {
+                line: Some(l.number),
+                record: record_of(l, uuid, &uuids),
+            });
+            continue;
+        }
+        if let Some(to) = branch_point(l, leaf, &seen) {
+            records.push(Line {
+                line: Some(l.number),
+                record: rewind(&id, to, uuid),
+            });
+        }
+        records.push(Line {
             line: Some(l.number),
             record: record_of(l, uuid, &uuids),
-        })
-        .collect();
+        });
+        leaf = Some(uuid);
+        seen.insert(uuid);
+    }
     let mut o = SessionOptions {
         project: options.project.clone().or_else(|| s("cwd")),
         provider: s("provider"),
@@ -72,8 +95,35 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
         options: o,
         file,
         records,
+        forked_from: None,
     });
     Ok(read)
+}
+
+/// The earlier entry this one continues from when it is not the entry before it: pi went back
+/// in its tree (`/tree`, a branch) and the session continues a new branch from there.
+fn branch_point<'a>(l: &'a JsonLine, leaf: Option<&str>, seen: &HashSet<&str>) -> Option<&'a str> {
+    let parent = l.value.get("parentId").and_then(Value::as_str)?;
+    (parent != leaf? && seen.contains(parent)).then_some(parent)
+}
+
+/// The rewind that starts a new branch at entry `to`, before entry `before`; its uuid is derived
+/// from them, so a second import finds it.
+fn rewind(session: &str, to: &str, before: &str) -> Map<String, Value> {
+    let mut r = Map::new();
+    r.insert("type".into(), json!(crate::model::envelope::REWIND));
+    r.insert(
+        "uuid".into(),
+        Value::String(derived_uuid(
+            session,
+            &format!("rewind to {to} before {before}"),
+            0,
+        )),
+    );
+    r.insert("parentUuid".into(), json!(to));
+    r.insert("includeInContext".into(), json!(false));
+    r.insert("rewind".into(), json!({"toUuid": to}));
+    r
 }
 
 /// One entry as the record stored for it.
