@@ -381,6 +381,24 @@ test('show: images and documents as a placeholder line, a long tool result cut t
   assert.ok(cli('show', 'media', '--full', '--store', file).stdout.includes(long), '--full: the whole result')
 })
 
+test('show: a rewind and a compaction get a line of their own, so a branched pi session reads in order', () => {
+  const file = path.join(dir, 'branched.db')
+  const pi = path.join(ROOT, 'fixtures', 'pi', 'branched.jsonl')
+  assert.equal(cli('import', 'pi', pi, '--store', file).status, 0)
+  const entries = fs.readFileSync(pi, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+  const out = cli('show', entries[0].id.slice(0, 8), '--store', file).stdout.split('\n')
+  // where pi went back: an entry whose parent is not the entry before it
+  const jumps = entries.slice(2).filter((e, i) => e.parentId !== entries[i + 1].id).map((e) => e.parentId)
+  const rewinds = out.filter((l) => l.startsWith('↩ rewound to '))
+  assert.deepEqual(rewinds.map((l) => l.split(' ')[3].replace(/:$/, '')), jumps)
+  assert.match(rewinds[0], /2025-12-0\d \d\d:\d\d$/, 'dated when pi went back, not when imported')
+  assert.equal(out.filter((l) => l.startsWith('✂ compacted: ')).length, 1)
+  // the abandoned branch's reply, then the rewind, then the new branch's prompt
+  const at = out.indexOf(rewinds[0])
+  assert.ok(out.slice(0, at).some((l) => l.includes('On branch `refactor` now')))
+  assert.ok(out.slice(at).some((l) => l === 'will this also allow us to test the agent core?'))
+})
+
 test('a reader that stops early (| head) ends the command quietly', () => {
   const sh = `"${process.execPath}" "${BIN}" show compacted-session --full --store "${storePath}" | head -c 100 >/dev/null; echo "\${PIPESTATUS[0]}"`
   const r = spawnSync('bash', ['-c', sh], { encoding: 'utf8' })

@@ -1,6 +1,8 @@
 'use strict'
-// threadline show ID: a session's transcript in the terminal. Tool calls, their results and
-// thinking are folded to one line each unless --full; events are shown with --full only.
+// threadline show ID: a session's transcript in the terminal, every record in the order written.
+// Tool calls, their results and thinking are folded to one line each unless --full; a rewind (the
+// lines after it continue an earlier record) and a compaction always get a line; other events
+// are shown with --full only.
 
 const { colours, printJson, oneLine, when, EXIT } = require('../output.js')
 const { withStore, resolveId } = require('../store.js')
@@ -41,6 +43,19 @@ function resultText(content) {
   return content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
 }
 
+/** The line of a record that changes what the transcript means, whatever the options. */
+function markLine(env, c) {
+  if (env.type === 'rewind') {
+    const to = env.rewind?.toUuid ?? env.parentUuid ?? '?'
+    return c.yellow(`↩ rewound to ${to}: what follows continues from there ${c.dim(when(env.timestamp))}`)
+  }
+  if (env.type === 'compaction' && env.compaction) {
+    const summary = env.compaction.summary ?? ''
+    return c.yellow(`✂ compacted: the context restarts from a summary (${summary.length} chars) ${c.dim(when(env.timestamp))}`)
+  }
+  return null
+}
+
 function eventLine(env, c) {
   const sub = env.subtype ?? env.data?.type
   return c.dim(`· ${env.type}${sub ? ` (${sub})` : ''} ${when(env.timestamp)}`)
@@ -64,7 +79,12 @@ async function show(id, opts) {
       for (const env of records) {
         const m = env.message
         if (!m) {
-          if (opts.full) out.push(eventLine(env, c))
+          const mark = markLine(env, c)
+          if (mark) {
+            if (previous) out.push('')
+            out.push(mark)
+            previous = null
+          } else if (opts.full) out.push(eventLine(env, c))
           continue
         }
         // Claude Code writes one response as a record per block: one heading for them all.

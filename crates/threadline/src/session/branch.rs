@@ -32,7 +32,7 @@ impl Session {
     /// Continues the session from record `to_uuid`: the next append's parent is it, and
     /// `messages`, turns, token state and context are those of the branch ending there.
     pub fn rewind(&self, to_uuid: &str) -> Result<()> {
-        self.transact(|w| w.rewind(to_uuid, None).map(|_| ()))
+        self.transact(|w| w.rewind(to_uuid, None, None).map(|_| ()))
             .map_err(|e: Error| e.during("rewind"))
     }
 
@@ -99,10 +99,15 @@ impl Session {
 }
 
 impl Writer<'_> {
-    /// Writes a rewind to `to_uuid` (with `uuid` when given: an import's, derived from its source,
-    /// so a second import finds it). A rewind whose uuid is stored already is not written again.
-    /// Returns whether it was written.
-    pub(crate) fn rewind(&mut self, to_uuid: &str, uuid: Option<&str>) -> Result<bool> {
+    /// Writes a rewind to `to_uuid` (with `uuid` and `timestamp` when given: an import's, from its
+    /// source, so a second import finds it and it is dated where it happened). A rewind whose uuid
+    /// is stored already is not written again. Returns whether it was written.
+    pub(crate) fn rewind(
+        &mut self,
+        to_uuid: &str,
+        uuid: Option<&str>,
+        timestamp: Option<&str>,
+    ) -> Result<bool> {
         let num = self.num();
         if let Some(u) = uuid {
             if crate::storage::records::find_uuid(self.conn, num, u)?.is_some() {
@@ -121,6 +126,9 @@ impl Writer<'_> {
             env.insert("uuid".into(), Value::String(u.into()));
         }
         env.insert("parentUuid".into(), Value::String(to_uuid.into()));
+        if let Some(t) = timestamp {
+            env.insert("timestamp".into(), Value::String(t.into()));
+        }
         env.insert("includeInContext".into(), Value::Bool(false));
         let from = self.tail.last_uuid.clone();
         env.insert(

@@ -406,7 +406,9 @@ impl Writer<'_> {
                 .and_then(|r| r.get("toUuid"))
                 .and_then(Value::as_str);
             if let Some(to) = to {
-                return self.rewind(to, d.uuid()).map(|_| ());
+                return self
+                    .rewind(to, d.uuid(), d.str_field("timestamp"))
+                    .map(|_| ());
             }
         }
         self.insert(d).map(|_| ())

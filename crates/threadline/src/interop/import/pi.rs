@@ -70,7 +70,7 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
         if let Some(to) = branch_point(l, leaf, &seen) {
             records.push(Line {
                 line: Some(l.number),
-                record: rewind(&id, to, uuid),
+                record: rewind(&id, to, uuid, l.value.get("timestamp")),
             });
         }
         records.push(Line {
@@ -107,10 +107,13 @@ fn branch_point<'a>(l: &'a JsonLine, leaf: Option<&str>, seen: &HashSet<&str>) -
     (parent != leaf? && seen.contains(parent)).then_some(parent)
 }
 
-/// The rewind that starts a new branch at entry `to`, before entry `before`; its uuid is derived
-/// from them, so a second import finds it.
-fn rewind(session: &str, to: &str, before: &str) -> Map<String, Value> {
+/// The rewind that starts a new branch at entry `to`, before entry `before` (and at its time); its
+/// uuid is derived from them, so a second import finds it.
+fn rewind(session: &str, to: &str, before: &str, at: Option<&Value>) -> Map<String, Value> {
     let mut r = Map::new();
+    if let Some(t) = at {
+        r.insert("timestamp".into(), t.clone());
+    }
     r.insert("type".into(), json!(crate::model::envelope::REWIND));
     r.insert(
         "uuid".into(),
