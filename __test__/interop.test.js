@@ -146,6 +146,39 @@ test('a pi tree imports with its branches, an fspec data directory with its fork
   assertValidContexts(a)
 })
 
+test('ccusage, a reader of Claude Code files, counts in our Claude Code exports of pi, fspec and Codex sessions the tokens threadline usage counts', async (t) => {
+  const dir = tmpDir(t)
+  const file = path.join(dir, 'a.db')
+  const store = Store.open(file)
+  const F = path.join(ROOT, 'fixtures')
+  await store.import({ format: 'pi', path: path.join(F, 'pi') })
+  await store.import({ format: 'fspec', path: path.join(F, 'fspec', 'data') })
+  await store.import({ format: 'codex', path: path.join(F, 'codex', 'sessions') })
+  // laid out as ~/.claude/projects/<project>/<session>.jsonl
+  const config = path.join(dir, 'claude')
+  let lines = 0
+  for (const info of store.listSessions({ limit: 1000 })) {
+    const project = path.join(config, 'projects', (info.project ?? 'none').replace(/[^A-Za-z0-9]/g, '-'))
+    fs.mkdirSync(project, { recursive: true })
+    const text = store.openSession(info.id).export('claude-code')
+    lines += text.split('\n').length
+    fs.writeFileSync(path.join(project, `${info.id.replaceAll('/', '_')}.jsonl`), text)
+  }
+  store.close()
+  assert.ok(lines > 1000)
+  const run = (cmd, args, env = {}) => JSON.parse(require('node:child_process').execFileSync(process.execPath, [cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env } }))
+  const ccusage = run(require.resolve('ccusage/package.json').replace('package.json', 'dist/index.js'), ['daily', '--json', '--offline'], { CLAUDE_CONFIG_DIR: config })
+  const ours = run(path.join(ROOT, 'bin', 'threadline.js'), ['usage', '--by', 'day', '--json', '--store', file])
+  // every response once (a fork's shared responses too), by day and in total
+  const days = (rows, key, fields) => Object.fromEntries(rows.map((r) => [r[key], fields.map((f) => r[f])]))
+  assert.deepEqual(
+    days(ccusage.daily, 'date', ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheCreationTokens']),
+    days(ours.rows, 'key', ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens']),
+  )
+  assert.ok(ccusage.totals.outputTokens > 100000, 'the real sessions\' responses are all counted')
+  assert.equal(ccusage.totals.outputTokens, ours.rows.reduce((n, r) => n + r.outputTokens, 0))
+})
+
 test('a grown file adds only its new lines; a line that is not JSON is reported with its file and line, the rest imports', async (t) => {
   const dir = tmpDir(t)
   const store = Store.open(path.join(dir, 'a.db'))

@@ -1,7 +1,9 @@
 //! Claude Code JSONL: the records as Claude Code writes them. A record imported from Claude Code
-//! comes back as it was (the keys the store filled in are taken out again); an assistant message
-//! of several content blocks is written one block per line, as Claude Code does, chained by
-//! uuid/parentUuid and sharing the message's id and requestId.
+//! comes back as it was (the keys the store filled in are taken out again). Any other record is
+//! given what Claude Code always writes (its readers need it): the uuid chain and sessionId, a
+//! millisecond time, an assistant message's id and requestId. An assistant message of several
+//! content blocks is written one block per line, as Claude Code does, chained by uuid/parentUuid
+//! and sharing the message's id and requestId.
 
 use serde_json::{Map, Value};
 
@@ -9,10 +11,15 @@ use super::Transcript;
 
 pub fn render(t: &Transcript) -> String {
     let cwd = t.info.project.clone().unwrap_or_else(|| ".".into());
+    let from_claude_code = imported_from(t) == Some("claude-code");
     let mut out = String::new();
     for r in t.records {
         let Value::Object(r) = r else { continue };
-        for line in lines(as_imported(r.clone()), &cwd) {
+        let mut r = as_imported(r.clone(), from_claude_code);
+        if !from_claude_code {
+            as_claude_code_writes(&mut r);
+        }
+        for line in lines(r, &cwd) {
             out.push_str(&serde_json::to_string(&Value::Object(line)).unwrap_or_default());
             out.push('\n');
         }
@@ -20,15 +27,76 @@ pub fn render(t: &Transcript) -> String {
     out
 }
 
-/// The record without what the store added: `seq`, and the keys named in `importedWithout`.
-fn as_imported(mut r: Map<String, Value>) -> Map<String, Value> {
+/// The format a session was imported from (`info.metadata.importedFrom.format`).
+fn imported_from<'a>(t: &Transcript<'a>) -> Option<&'a str> {
+    t.info
+        .metadata
+        .as_ref()?
+        .get("importedFrom")?
+        .get("format")?
+        .as_str()
+}
+
+/// The record without what the store added: `seq`, and (for a Claude Code file given back as it
+/// was) the keys named in `importedWithout`.
+fn as_imported(mut r: Map<String, Value>, strip_filled: bool) -> Map<String, Value> {
     r.shift_remove("seq");
     if let Some(Value::Array(keys)) = r.shift_remove("importedWithout") {
-        for k in keys.iter().filter_map(Value::as_str) {
+        for k in keys
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|_| strip_filled)
+        {
             r.shift_remove(k);
         }
     }
     r
+}
+
+/// What Claude Code always writes and a record from elsewhere may lack or write otherwise: the
+/// time in milliseconds (`2026-01-02T03:04:05.678Z`: its readers take no other form), and on an
+/// assistant message an id and a requestId (its readers count a response's usage once per pair;
+/// the lines of one message share them), derived from the record's uuid when it has none.
+fn as_claude_code_writes(r: &mut Map<String, Value>) {
+    let time = r
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(crate::model::clock::parse_ms);
+    if let Some(ms) = time {
+        r.insert(
+            "timestamp".into(),
+            Value::String(crate::model::clock::iso_from_ms(ms)),
+        );
+    }
+    let uuid = r
+        .get("uuid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let derived = |what: &str| {
+        crate::model::derived_uuid::from_parts(&[what.as_bytes(), b" ", uuid.as_bytes()])
+            .replace('-', "")
+    };
+    let is_assistant = r
+        .get("message")
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str)
+        == Some("assistant");
+    if !is_assistant {
+        return;
+    }
+    if !r.get("requestId").is_some_and(Value::is_string) {
+        r.insert(
+            "requestId".into(),
+            Value::String(format!("req_{}", derived("request id"))),
+        );
+    }
+    if let Some(Value::Object(m)) = r.get_mut("message") {
+        if !m.contains_key("id") {
+            let id = format!("msg_{}", derived("message id"));
+            m.shift_insert(1, "id".into(), Value::String(id));
+        }
+    }
 }
 
 /// One record as Claude Code's lines: a `tool_result` record is a `user` record there, and an

@@ -43,8 +43,9 @@ pub struct Transcript<'a> {
     pub turns: &'a [Turn],
 }
 
-/// What an event is, in a few words: its type and its subtype (Claude Code's `subtype`, or the
-/// `type` of its `data`), and the summary when it is a compaction.
+/// What an event is, in a few words: its type and its subtype (Claude Code's `subtype`, the
+/// `type` of its `data`, or the record a rewind went back to), and the summary when it is a
+/// compaction.
 struct EventLabel<'a> {
     ty: &'a str,
     sub: Option<&'a str>,
@@ -57,6 +58,7 @@ fn event_label(r: &Value) -> EventLabel<'_> {
         sub: r
             .get("subtype")
             .or_else(|| r.get("data").and_then(|d| d.get("type")))
+            .or_else(|| r.get("rewind").and_then(|w| w.get("toUuid")))
             .and_then(Value::as_str),
         summary: r
             .get("compaction")

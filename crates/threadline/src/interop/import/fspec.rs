@@ -267,6 +267,11 @@ impl Session<'_> {
             r.insert("timestamp".into(), t);
         }
         r.insert("message".into(), message);
+        // where Claude Code keeps it (its readers count a response once per message id and
+        // requestId)
+        if let Some(id) = envelope.get("requestId").filter(|v| v.is_string()) {
+            r.insert("requestId".into(), id.clone());
+        }
         if !envelope.is_empty() {
             rest.insert("metadata".into(), Value::Object(envelope));
         }
