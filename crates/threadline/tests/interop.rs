@@ -1,5 +1,7 @@
 //! Import of other agents' files and export back, on the real fixtures.
 
+mod common;
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -17,11 +19,7 @@ fn fixtures(sub: &str) -> PathBuf {
 }
 
 fn store(dir: &Path, name: &str) -> Store {
-    Store::open(
-        Some(&dir.join(name).to_string_lossy()),
-        StoreOptions::default(),
-    )
-    .unwrap()
+    Store::open(Some(&common::location(dir, name)), StoreOptions::default()).unwrap()
 }
 
 fn run(

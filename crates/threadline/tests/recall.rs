@@ -8,8 +8,8 @@ use threadline::{RecallOptions, SearchOptions, SessionOptions, Store, StoreOptio
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("recall.db");
-    let store = Store::open(Some(path.to_str().unwrap()), StoreOptions::default()).unwrap();
+    let path = common::location(dir.path(), "recall.db");
+    let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
     let s = store
         .create_session(SessionOptions {
             id: Some("tools".into()),

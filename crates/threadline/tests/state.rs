@@ -1,5 +1,7 @@
 //! Turns and token state, kept incrementally, checked against the real Claude Code sessions.
 
+mod common;
+
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
@@ -55,7 +57,7 @@ fn real_sessions_give_the_turns_and_tokens_counted_from_their_records() {
             panic!("fixture {name} not found")
         };
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db").to_string_lossy().into_owned();
+        let path = common::location(dir.path(), "t.db");
         let id = {
             let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
             let s = store.create_session(SessionOptions::default()).unwrap();
@@ -116,7 +118,7 @@ fn an_interrupted_turn_waits_for_tool_results() {
 #[test]
 fn restored_token_state_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.db").to_string_lossy().into_owned();
+    let path = common::location(dir.path(), "t.db");
     let id = {
         let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
         let s = store

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 /// A real Claude Code session file of `fixtures/claude-code`, a JSON string per line, as
 /// `restore_messages` takes a transcript.
+#[allow(dead_code)]
 pub fn fixture_lines(name: &str) -> Vec<Value> {
     let path = format!(
         "{}/../../fixtures/claude-code/{name}",
@@ -44,6 +45,28 @@ pub fn engines(dir: &std::path::Path, test: &str) -> Vec<(&'static str, String)>
         }
     }
     out
+}
+
+/// Where a test's store lives: the file `name` in `dir`, or, when the suite runs on PostgreSQL
+/// (`THREADLINE_TEST_ENGINE=postgres`, which `npm test` sets for a second run of the files that
+/// use this), a schema of its own on the test server (`THREADLINE_TEST_POSTGRES`).
+#[allow(dead_code)]
+pub fn location(dir: &std::path::Path, name: &str) -> String {
+    if std::env::var("THREADLINE_TEST_ENGINE").as_deref() != Ok("postgres") {
+        return dir.join(name).to_string_lossy().into_owned();
+    }
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = std::env::var("THREADLINE_TEST_POSTGRES")
+        .expect("THREADLINE_TEST_ENGINE=postgres needs THREADLINE_TEST_POSTGRES");
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let word: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let schema = format!("t_{word}_{}_{n}", std::process::id());
+    drop_schema(&base, &schema);
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}schema={schema}")
 }
 
 /// A schema left by an earlier run of the same test is dropped first.
