@@ -63,6 +63,15 @@ pub fn release(conn: &Db, num: i64) -> Result<()> {
     Ok(())
 }
 
+/// On PostgreSQL, renews the heartbeat of the sessions this process still holds among `nums`
+/// and returns them; on SQLite (where a holder on this host is known by its pid) nothing.
+pub fn renew(conn: &Db, nums: &[i64]) -> Result<Vec<i64>> {
+    match conn {
+        Db::Postgres(pg) => lease::renew(&mut *pg.client()?, &pg.schema, nums),
+        Db::Sqlite(_) => Ok(Vec::new()),
+    }
+}
+
 /// SESSION_LOCKED unless the session is free, ours, or held by a process that is gone.
 pub fn check_free(conn: &Db, num: i64, session_id: &str, now_ms: i64) -> Result<()> {
     let now_ms = server_now(conn)?.unwrap_or(now_ms);

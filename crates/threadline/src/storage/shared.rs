@@ -13,6 +13,26 @@ use crate::storage::db::Db;
 use crate::storage::open_file::{self, OpenFile};
 use crate::storage::ownership;
 
+/// Starts the thread that keeps a PostgreSQL store's leases fresh while the store is open: it
+/// wakes every half `HEARTBEAT_MS` (so a lease is renewed at most 1.5 periods after the last
+/// time) and ends with the store (closed, or dropped).
+pub(crate) fn start_heartbeat(shared: &Arc<Shared>) {
+    let weak = Arc::downgrade(shared);
+    let period = std::time::Duration::from_millis(ownership::HEARTBEAT_MS as u64 / 2);
+    let _ = std::thread::Builder::new()
+        .name("threadline-heartbeat".into())
+        .spawn(move || loop {
+            std::thread::sleep(period);
+            let Some(shared) = weak.upgrade() else { return };
+            if shared.is_closed() {
+                return;
+            }
+            // A failed renewal (the server unreachable for a moment) is tried again next time;
+            // the lease lasts REMOTE_STALE_MS, several periods.
+            let _ = shared.renew_due();
+        });
+}
+
 /// The connection and settings that a store and all its sessions share.
 pub(crate) struct Shared {
     /// the file's connections, shared with the other stores of this process open on it
@@ -98,6 +118,36 @@ impl Shared {
             // Best effort: an owner that is gone is detected anyway.
             let _ = ownership::release(&conn, num);
         }
+    }
+
+    /// Renews, on PostgreSQL, the heartbeat of every session this store holds whose last one is
+    /// `HEARTBEAT_MS` old, so another host does not take over a session whose holder is alive but
+    /// has not written for a while (it would after `REMOTE_STALE_MS`). A session this process no
+    /// longer holds (another host took it over) is let go here too.
+    pub fn renew_due(&self) -> Result<()> {
+        let now = clock::now_ms();
+        let due: Vec<i64> = self
+            .owned()
+            .iter()
+            .filter(|(_, t)| now - **t >= ownership::HEARTBEAT_MS)
+            .map(|(n, _)| *n)
+            .collect();
+        if due.is_empty() {
+            return Ok(());
+        }
+        let renewed = {
+            let conn = self.lock()?;
+            ownership::renew(&conn, &due)?
+        };
+        let mut owned = self.owned();
+        for n in due {
+            if renewed.contains(&n) {
+                owned.insert(n, now);
+            } else {
+                owned.remove(&n);
+            }
+        }
+        Ok(())
     }
 
     fn owned(&self) -> MutexGuard<'_, HashMap<i64, i64>> {

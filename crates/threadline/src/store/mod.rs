@@ -45,7 +45,8 @@ impl Store {
             Some(p) => (p.to_string(), false),
             None => (default_store_path().to_string_lossy().into_owned(), true),
         };
-        let (open, path) = if postgres::is_url(&path) {
+        let is_server = postgres::is_url(&path);
+        let (open, path) = if is_server {
             let shown = postgres::PgUrl::redacted(&path);
             let db =
                 postgres::open(&path, &options).map_err(|e| e.during(&format!("open {shown}")))?;
@@ -55,10 +56,11 @@ impl Store {
                 .map_err(|e| e.during(&format!("open {path}")))?;
             (open, path)
         };
-        let shared = Shared::new(open, path, options);
-        Ok(Store {
-            shared: Arc::new(shared),
-        })
+        let shared = Arc::new(Shared::new(open, path, options));
+        if is_server {
+            crate::storage::shared::start_heartbeat(&shared);
+        }
+        Ok(Store { shared })
     }
 
     /// An in-memory store, for sessions made without one.

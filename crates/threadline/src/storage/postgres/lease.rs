@@ -2,8 +2,10 @@
 //! SQLite) holds a session through its row, with a heartbeat taken from the server's clock, so
 //! hosts with skewed clocks agree on when a lease has run out. Another writer gets
 //! SESSION_LOCKED while the holder is alive: on the same host, while its pid runs; on another
-//! host, until its heartbeat is `REMOTE_STALE_MS` old. A dead holder's active sessions are
-//! interrupted sessions, and the next writer takes them over.
+//! host, until its heartbeat is `REMOTE_STALE_MS` old. Writes renew the heartbeat, and so does
+//! an open store's background thread (`shared::start_heartbeat`) for the sessions it holds, so a
+//! live holder keeps them while idle. A dead holder's active sessions are interrupted sessions,
+//! and the next writer takes them over.
 //!
 //! Why a lease and not an advisory lock that dies with the connection: advisory locks are tied
 //! to one server session, so they break behind a transaction-pooling proxy (PgBouncer) and are
@@ -76,6 +78,25 @@ pub(crate) fn release(c: &mut impl GenericClient, schema: &str, num: i64) -> Res
     )
     .map_err(mapped)?;
     Ok(())
+}
+
+/// Renews the heartbeat of the sessions in `nums` that this process still holds (a store's
+/// background heartbeat, so a holder that is alive but idle keeps its sessions). Returns the
+/// sessions renewed.
+pub(crate) fn renew(c: &mut impl GenericClient, schema: &str, nums: &[i64]) -> Result<Vec<i64>> {
+    let s = quote(schema);
+    let m = owner::me();
+    let rows = c
+        .query(
+            &format!(
+                "UPDATE {s}.sessions SET heartbeat_ms = {NOW_MS}
+                 WHERE num = ANY($1) AND owner_pid = $2 AND owner_host = $3 AND owner_start = $4
+                 RETURNING num"
+            ),
+            &[&nums, &m.pid, &m.host, &m.start],
+        )
+        .map_err(mapped)?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// Sessions left active by a holder that is gone (its pid on this host no longer runs, or its
@@ -177,6 +198,54 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(free, None);
+    }
+
+    #[test]
+    fn an_open_store_renews_the_lease_of_a_session_it_holds_without_writing() {
+        let Some(base) = test_server::url() else {
+            return;
+        };
+        let url = test_server::with_schema(&base, "lease_heartbeat");
+        let parsed = PgUrl::parse(&url).unwrap();
+        let mut c = parsed.config.connect(postgres::NoTls).unwrap();
+        c.batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {} CASCADE",
+            parsed.quoted_schema()
+        ))
+        .unwrap();
+        let store = crate::store::Store::open(Some(&url), StoreOptions::default()).unwrap();
+        let session = store
+            .create_session(crate::model::options::SessionOptions::default())
+            .unwrap();
+        session
+            .append(serde_json::json!({"role": "user", "content": "hi"}), None)
+            .unwrap();
+        let s = parsed.quoted_schema();
+        let beat = |c: &mut postgres::Client| -> i64 {
+            c.query_one(&format!("SELECT heartbeat_ms FROM {s}.sessions"), &[])
+                .unwrap()
+                .get(0)
+        };
+        let first = beat(&mut c);
+        // No write: the store's heartbeat renews the lease within 1.5 periods.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let renewed = loop {
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            let now = beat(&mut c);
+            if now > first {
+                break now;
+            }
+            assert!(std::time::Instant::now() < deadline, "no heartbeat in 30 s");
+        };
+        assert!(renewed - first >= crate::storage::ownership::HEARTBEAT_MS - 1_000);
+        assert!(renewed - first < 3 * crate::storage::ownership::HEARTBEAT_MS);
+        // Closed, the store lets go of the session and renews nothing more.
+        store.close().unwrap();
+        let owner: Option<i64> = c
+            .query_one(&format!("SELECT owner_pid FROM {s}.sessions"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(owner, None);
     }
 
     #[test]
