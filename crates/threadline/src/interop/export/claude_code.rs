@@ -17,7 +17,7 @@ pub fn render(t: &Transcript) -> String {
         let Value::Object(r) = r else { continue };
         let mut r = as_imported(r.clone(), from_claude_code);
         if !from_claude_code {
-            as_claude_code_writes(&mut r);
+            as_claude_code_writes(&mut r, t.info.model.as_deref());
         }
         for line in lines(r, &cwd) {
             out.push_str(&serde_json::to_string(&Value::Object(line)).unwrap_or_default());
@@ -53,11 +53,16 @@ fn as_imported(mut r: Map<String, Value>, strip_filled: bool) -> Map<String, Val
     r
 }
 
-/// What Claude Code always writes and a record from elsewhere may lack or write otherwise: the
-/// time in milliseconds (`2026-01-02T03:04:05.678Z`: its readers take no other form), and on an
-/// assistant message an id and a requestId (its readers count a response's usage once per pair;
-/// the lines of one message share them), derived from the record's uuid when it has none.
-fn as_claude_code_writes(r: &mut Map<String, Value>) {
+/// What Claude Code always writes and a record from elsewhere may lack or write otherwise (its
+/// readers require it: claude-code-log skips a line without `version`, ccusage one whose time has
+/// more than milliseconds):
+/// - the time in milliseconds (`2026-01-02T03:04:05.678Z`);
+/// - on a message, `version`: the version of the program that wrote the line (Claude Code
+///   writes its own; this is Threadline's);
+/// - on an assistant message, `type: "message"`, a `model` (the session's, else `unknown`), and
+///   an id and a requestId, derived from the record's uuid when it has none (readers count a
+///   response's usage once per pair; the lines of one message share them).
+fn as_claude_code_writes(r: &mut Map<String, Value>, session_model: Option<&str>) {
     let time = r
         .get("timestamp")
         .and_then(Value::as_str)
@@ -77,6 +82,12 @@ fn as_claude_code_writes(r: &mut Map<String, Value>) {
         crate::model::derived_uuid::from_parts(&[what.as_bytes(), b" ", uuid.as_bytes()])
             .replace('-', "")
     };
+    if !r.contains_key("message") {
+        return;
+    }
+    if !r.contains_key("version") {
+        r.insert("version".into(), Value::String(VERSION.into()));
+    }
     let is_assistant = r
         .get("message")
         .and_then(|m| m.get("role"))
@@ -94,10 +105,20 @@ fn as_claude_code_writes(r: &mut Map<String, Value>) {
     if let Some(Value::Object(m)) = r.get_mut("message") {
         if !m.contains_key("id") {
             let id = format!("msg_{}", derived("message id"));
-            m.shift_insert(1, "id".into(), Value::String(id));
+            m.shift_insert(0, "id".into(), Value::String(id));
+        }
+        if !m.contains_key("type") {
+            m.shift_insert(1, "type".into(), Value::String("message".into()));
+        }
+        if !m.get("model").is_some_and(Value::is_string) {
+            let model = session_model.unwrap_or("unknown");
+            m.insert("model".into(), Value::String(model.into()));
         }
     }
 }
+
+/// What a line written here says in `version`.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// One record as Claude Code's lines: a `tool_result` record is a `user` record there, and an
 /// assistant message is split into one line per block.
