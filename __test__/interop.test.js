@@ -168,6 +168,8 @@ test('ccusage, a reader of Claude Code files, counts in our Claude Code exports 
   assert.ok(lines > 1000)
   const run = (cmd, args, env = {}) => JSON.parse(require('node:child_process').execFileSync(process.execPath, [cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env } }))
   const ccusage = run(require.resolve('ccusage/package.json').replace('package.json', 'dist/index.js'), ['daily', '--json', '--offline'], { CLAUDE_CONFIG_DIR: config })
+  // (on PostgreSQL the store is a schema named for this path, and the command wants the path)
+  if (!fs.existsSync(file)) fs.writeFileSync(file, '')
   const ours = run(path.join(ROOT, 'bin', 'threadline.js'), ['usage', '--by', 'day', '--json', '--store', file])
   // every response once (a fork's shared responses too), by day and in total
   const days = (rows, key, fields) => Object.fromEntries(rows.map((r) => [r[key], fields.map((f) => r[f])]))
