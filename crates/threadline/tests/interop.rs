@@ -496,8 +496,17 @@ fn compaction_after_a_rewind_starts_the_context_at_the_summary() {
     let s = store(dir.path(), "a.db");
     let file = fixtures("claude-code-log/dag_compact_after_rewind.jsonl");
     let (report, _) = run(&s, Format::ClaudeCode, &file);
-    assert_eq!(report.records, 12);
+    // the 12 lines, and the rewind before "Second attempt" (its parent is "Ready", not the
+    // answer written before it)
+    assert_eq!(report.records, 13);
+    assert_eq!(report.events["rewind"], 1);
     let session = s.open_session("dag_compact_after_rewind", None).unwrap();
+    let branches = session.branches().unwrap();
+    let leaves: Vec<(&str, bool, Option<&str>)> = branches
+        .iter()
+        .map(|b| (b.leaf_uuid.as_str(), b.current, b.forked_at_uuid.as_deref()))
+        .collect();
+    assert_eq!(leaves, [("p1a", true, None), ("b1a", false, Some("a1"))]);
     let c = session
         .build_context(&context_options(Target::Anthropic))
         .unwrap();
@@ -513,8 +522,13 @@ fn compaction_after_a_rewind_starts_the_context_at_the_summary() {
     );
     assert_eq!(&texts[1..], ["After compaction", "Final answer"]);
     assert!(validate_messages(&c.messages).is_empty());
-    // the whole log is kept, both branches
-    assert_eq!(session.all_messages().unwrap().len(), 11);
+    // the branch: the first attempt was left, the second kept; the log keeps both
+    let all = serde_json::to_string(&session.all_messages().unwrap()).unwrap();
+    assert!(!all.contains("First attempt") && all.contains("Second attempt"));
+    assert_eq!(session.envelopes(0, None).unwrap().len(), 13);
+    // a second import finds the rewind
+    let (again, _) = run(&s, Format::ClaudeCode, &file);
+    assert_eq!(again.new_records, 0);
 }
 
 #[test]

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::Transcript;
+use crate::model::envelope::REWIND;
 
 pub fn render(t: &Transcript) -> String {
     let cwd = t.info.project.clone().unwrap_or_else(|| ".".into());
@@ -15,6 +16,11 @@ pub fn render(t: &Transcript) -> String {
     let mut out = String::new();
     for r in t.records {
         let Value::Object(r) = r else { continue };
+        // Claude Code marks a rewind by the next prompt's parent alone; the import's rewind
+        // record has no line of its own there.
+        if from_claude_code && r.get("type").and_then(Value::as_str) == Some(REWIND) {
+            continue;
+        }
         let mut r = as_imported(r.clone(), from_claude_code);
         if !from_claude_code {
             as_claude_code_writes(&mut r, t.info.model.as_deref());

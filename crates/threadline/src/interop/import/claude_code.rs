@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 use super::files::Found;
 use super::lines::{json_lines, JsonLine};
 use super::{
-    derived_uuid, display, imported_from, mark_filled, Format, ImportOptions, Incoming, Line, Read,
+    derived_uuid, display, imported_from, mark_filled, rewind_record, Format, ImportOptions,
+    Incoming, Line, Read,
 };
 use crate::error::Result;
 use crate::model::options::SessionOptions;
@@ -84,6 +85,7 @@ impl Reader {
                 record: with_id(&place.id, l.text, l.nth, l.value),
             })
             .collect();
+        let records = with_rewinds(&place.id, records);
         let mut o = SessionOptions {
             project: options
                 .project
@@ -291,4 +293,76 @@ fn title(records: &[Line]) -> Option<String> {
             .map(str::to_string)
     };
     find("custom-title", "customTitle").or_else(|| find("summary", "summary"))
+}
+
+/// Claude Code marks a rewind only by where the next prompt points: after going back, the user's
+/// prompt names as its parent an earlier record, not the one written before it. Tool results and
+/// compaction summaries point back too (to their call, to the boundary), so only a prompt counts
+/// (a user message that is not a tool result, not meta, not a summary), and only when messages
+/// were written after the record it points to (they are the branch left). There the import
+/// writes a Threadline rewind first, so the session's branches are Claude Code's.
+fn with_rewinds(session: &str, records: Vec<Line>) -> Vec<Line> {
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut last_message: Option<usize> = None;
+    let mut prev: Option<String> = None;
+    let mut out = Vec::with_capacity(records.len());
+    for (i, l) in records.into_iter().enumerate() {
+        let r = &l.record;
+        let own_uuid = r
+            .get("uuid")
+            .and_then(Value::as_str)
+            .filter(|_| !filled(r, "uuid"))
+            .map(str::to_string);
+        let parent = r.get("parentUuid").and_then(Value::as_str);
+        if let (Some(parent), Some(before), Some(uuid)) = (parent, &prev, &own_uuid) {
+            let left = at
+                .get(parent)
+                .is_some_and(|p| last_message.is_some_and(|m| m > *p));
+            if parent != before && left && is_prompt(r) {
+                out.push(Line {
+                    line: l.line,
+                    record: rewind_record(session, parent, uuid, r.get("timestamp")),
+                });
+            }
+        }
+        if let Some(u) = own_uuid {
+            at.insert(u.clone(), i);
+            prev = Some(u);
+        }
+        if matches!(
+            r.get("type").and_then(Value::as_str),
+            Some("user" | "assistant")
+        ) && r.contains_key("message")
+        {
+            last_message = Some(i);
+        }
+        out.push(l);
+    }
+    out
+}
+
+/// Whether the store, not the line, gave the record `key`.
+fn filled(r: &Map<String, Value>, key: &str) -> bool {
+    r.get("importedWithout")
+        .and_then(Value::as_array)
+        .is_some_and(|keys| keys.iter().any(|k| k == key))
+}
+
+/// A prompt the user typed: a user message that is not a tool result, meta, or a summary.
+fn is_prompt(r: &Map<String, Value>) -> bool {
+    let flag = |k: &str| r.get(k).and_then(Value::as_bool) == Some(true);
+    if r.get("type").and_then(Value::as_str) != Some("user")
+        || flag("isMeta")
+        || flag("isCompactSummary")
+        || flag("isSidechain")
+    {
+        return false;
+    }
+    match r.get("message").and_then(|m| m.get("content")) {
+        Some(Value::String(_)) => true,
+        Some(Value::Array(blocks)) => !blocks
+            .iter()
+            .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")),
+        _ => false,
+    }
 }

@@ -299,6 +299,38 @@ pub(crate) fn derived_uuid(session: &str, text: &str, nth: u64) -> String {
     ])
 }
 
+/// The rewind an importer writes where its source went back to record `to` and continued with
+/// record `before` (dated at it); the uuid is derived from them, so a second import finds it.
+pub(crate) fn rewind_record(
+    session: &str,
+    to: &str,
+    before: &str,
+    at: Option<&Value>,
+) -> Map<String, Value> {
+    let mut r = Map::new();
+    if let Some(t) = at {
+        r.insert("timestamp".into(), t.clone());
+    }
+    r.insert(
+        "type".into(),
+        Value::String(crate::model::envelope::REWIND.into()),
+    );
+    r.insert(
+        "uuid".into(),
+        Value::String(derived_uuid(
+            session,
+            &format!("rewind to {to} before {before}"),
+            0,
+        )),
+    );
+    r.insert("parentUuid".into(), Value::String(to.into()));
+    r.insert("includeInContext".into(), Value::Bool(false));
+    let mut w = Map::new();
+    w.insert("toUuid".into(), Value::String(to.into()));
+    r.insert("rewind".into(), Value::Object(w));
+    r
+}
+
 /// The keys `append` fills in when a record lacks them. An imported record that lacked some gets
 /// `importedWithout` naming them, so an export can give the record back as it was.
 pub(crate) const FILLED_KEYS: [&str; 4] = ["uuid", "parentUuid", "sessionId", "timestamp"];

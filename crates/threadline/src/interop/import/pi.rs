@@ -23,7 +23,8 @@ use serde_json::{json, Map, Value};
 use super::files::Found;
 use super::lines::{json_lines, JsonLine};
 use super::{
-    derived_uuid, display, imported_from, mark_filled, Format, ImportOptions, Incoming, Line, Read,
+    derived_uuid, display, imported_from, mark_filled, rewind_record, Format, ImportOptions,
+    Incoming, Line, Read,
 };
 use crate::error::Result;
 use crate::model::options::SessionOptions;
@@ -70,7 +71,7 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
         if let Some(to) = branch_point(l, leaf, &seen) {
             records.push(Line {
                 line: Some(l.number),
-                record: rewind(&id, to, uuid, l.value.get("timestamp")),
+                record: rewind_record(&id, to, uuid, l.value.get("timestamp")),
             });
         }
         records.push(Line {
@@ -105,28 +106,6 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
 fn branch_point<'a>(l: &'a JsonLine, leaf: Option<&str>, seen: &HashSet<&str>) -> Option<&'a str> {
     let parent = l.value.get("parentId").and_then(Value::as_str)?;
     (parent != leaf? && seen.contains(parent)).then_some(parent)
-}
-
-/// The rewind that starts a new branch at entry `to`, before entry `before` (and at its time); its
-/// uuid is derived from them, so a second import finds it.
-fn rewind(session: &str, to: &str, before: &str, at: Option<&Value>) -> Map<String, Value> {
-    let mut r = Map::new();
-    if let Some(t) = at {
-        r.insert("timestamp".into(), t.clone());
-    }
-    r.insert("type".into(), json!(crate::model::envelope::REWIND));
-    r.insert(
-        "uuid".into(),
-        Value::String(derived_uuid(
-            session,
-            &format!("rewind to {to} before {before}"),
-            0,
-        )),
-    );
-    r.insert("parentUuid".into(), json!(to));
-    r.insert("includeInContext".into(), json!(false));
-    r.insert("rewind".into(), json!({"toUuid": to}));
-    r
 }
 
 /// One entry as the record stored for it.
