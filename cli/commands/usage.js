@@ -41,14 +41,17 @@ function responses(envelopes, info) {
   }
   if (byKey.size > 0) return byKey
   const states = envelopes.filter((e) => e.type === 'token_state' && e.data)
-  return new Map(states.map((e) => [`${info.id}/${e.uuid}`, {
+  const counted = states.map((e) => [`${info.id}/${e.uuid}`, {
     timestamp: e.timestamp,
     model: info.model ?? 'unknown',
     input: e.data.inputTokens ?? 0,
     output: e.data.outputTokens ?? 0,
     cacheRead: e.data.cacheReadInputTokens ?? 0,
     cacheWrite: e.data.cacheCreationInputTokens ?? 0,
-  }]))
+  }])
+  // A state that names no tokens of a response (only context or cumulative counts) is not one:
+  // counted, it would add nothing but an unpriced model.
+  return new Map(counted.filter(([, r]) => r.input + r.output + r.cacheRead + r.cacheWrite > 0))
 }
 
 /** Whether copy `r` of `info` came before `seen`: by its time, then (a fork keeps the times) by its session's creation. */

@@ -484,6 +484,14 @@ fn codex_rollouts_import_with_their_messages_events_subagents_and_a_bad_line_rep
         legacy.envelopes(0, None).unwrap()[0]["type"],
         "session_meta"
     );
+    // Its items carry no time: they are dated at the header (2026-01-04), not at the import.
+    let times: Vec<Value> = legacy
+        .envelopes(0, None)
+        .unwrap()
+        .iter()
+        .map(|e| e["timestamp"].clone())
+        .collect();
+    assert_eq!(times, vec![json!("2026-01-04T05:06:07.000Z"); 3]);
 
     assert_contexts_valid(&s);
     let (again, _) = run(&s, Format::Codex, &root);
@@ -791,6 +799,12 @@ fn an_fspec_data_directory_imports_its_sessions_with_forks_merges_compaction_blo
         let refs = m["messages"].as_array().unwrap();
         let all = session.all_messages().unwrap();
         assert_eq!(all.len(), refs.len(), "{id}: every message of the manifest");
+        // fspec wrote it all on 2026-11-25: the token state and compaction records made from a
+        // manifest are dated then too, not at the import
+        for e in session.envelopes(0, None).unwrap() {
+            let t = e["timestamp"].as_str().unwrap();
+            assert!(t.starts_with("2026-11-25T10:14"), "{id}: {} {t}", e["type"]);
+        }
         // each message as its envelope had it, the blobs put back
         for (r, got) in refs.iter().zip(&all) {
             let env = &stored[r["message_id"].as_str().unwrap()]["metadata"]["message"];

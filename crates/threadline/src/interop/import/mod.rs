@@ -266,6 +266,7 @@ fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result
             }),
         }
     }
+    date_undated(&mut drafts);
     // every record the file had; those skipped (here or by the write) are not counted
     let count = lines.len() as u64;
     // A new session keeps the times of its source: it began at its first record and was last
@@ -371,6 +372,29 @@ fn token_patch(d: &Draft) -> Option<crate::model::state::TokenPatch> {
         return None;
     }
     serde_json::from_value(d.env.get("data")?.clone()).ok()
+}
+
+/// A record its source left undated (a legacy Codex item, a token count or compaction an
+/// importer made) takes the time of the dated record before it, or of the first dated one: it
+/// happened then, not at the import, and `usage` by day and `ls` count it there. Where the key
+/// was missing from a kept line, `importedWithout` already says so and an export removes it.
+fn date_undated(drafts: &mut [(usize, Draft)]) {
+    let dated = |d: &Draft| {
+        d.str_field("timestamp")
+            .filter(|t| crate::model::clock::parse_ms(t).is_some())
+            .map(str::to_string)
+    };
+    let Some(mut last) = drafts.iter().find_map(|(_, d)| dated(d)) else {
+        return;
+    };
+    for (_, d) in drafts.iter_mut() {
+        if let Some(t) = dated(d) {
+            last = t;
+        } else if !d.env.contains_key("timestamp") {
+            d.env
+                .insert("timestamp".into(), Value::String(last.clone()));
+        }
+    }
 }
 
 /// The earliest and latest timestamps of the records, in ms.
