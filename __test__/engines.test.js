@@ -141,6 +141,33 @@ test('an unreachable server is STORE_IO within busyTimeoutMs, and no file is mad
   assert.deepEqual(require('node:fs').readdirSync(dir), [])
 })
 
+test('over TLS checked against the server\'s CA (sslmode=verify-full) a session is written and read back in a new process, through both APIs; a certificate the CA did not sign is STORE_IO saying why', async (t) => {
+  const url = pgUrl(t, 'tls')
+  if (!url) return
+  const ca = process.env.THREADLINE_TEST_POSTGRES_CA
+  assert.ok(ca, 'npm test sets THREADLINE_TEST_POSTGRES_CA beside the server it starts')
+  const verified = `${url}&sslmode=verify-full&sslrootcert=${encodeURIComponent(ca)}`
+  const lines = readJsonl('short.jsonl')
+  const store = Store.open(verified)
+  const s = store.createSession({ project: 'tls' })
+  s.restoreMessages(lines)
+  const want = s.messages
+  store.close()
+  const child = require('node:child_process').spawnSync(process.execPath, ['-e', `
+    const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))})
+    const s = Store.open(process.argv[1]).openSession(process.argv[2])
+    process.stdout.write(JSON.stringify(s.messages))`, verified, s.id], { encoding: 'utf8' })
+  assert.equal(child.status, 0, child.stderr)
+  assert.deepEqual(JSON.parse(child.stdout), want)
+  assert.ok(want.length > 0)
+  const p = await promise.Store.open(verified)
+  const ps = await p.openSession(s.id)
+  assert.deepEqual(await ps.messages(), want)
+  await p.close()
+  // The operating system's roots did not sign the test server's certificate.
+  expectError(() => Store.open(`${url}&sslrootcert=system`), 'STORE_IO', 'certificate', 'UnknownIssuer')
+})
+
 // Runs crash-writer.js on the store at `url` until it has acknowledged `minAcks` lines, then
 // SIGKILLs it; resolves with the lines it acknowledged.
 async function writeUntilKilled(url, sessionId, tag, minAcks, extraMs) {

@@ -80,7 +80,7 @@ test('a postgres:// URL is never taken for a file path: malformed ones name the 
   process.chdir(dir)
   t.after(() => process.chdir(cwd))
   expectError(() => Store.open('postgres://me@127.0.0.1:5432/db?schema=Team'), 'INVALID_INPUT', "schema 'Team'", 'lowercase')
-  expectError(() => Store.open('postgresql://me@127.0.0.1/db?sslmode=require'), 'INVALID_INPUT', 'TLS')
+  expectError(() => Store.open('postgresql://me@127.0.0.1/db?sslmode=verify-full&sslrootcert=ca.pem'), 'INVALID_INPUT', 'sslrootcert', "cannot read 'ca.pem'")
   // a well-formed one is a server to connect to (nothing listens on port 1)
   expectError(() => Store.open('postgres://me@127.0.0.1:1/db', { busyTimeoutMs: 500 }), 'STORE_IO')
   assert.deepEqual(fs.readdirSync(dir), [])

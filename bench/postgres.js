@@ -211,12 +211,18 @@ async function resumeSection(pgBase, dir) {
   }
 }
 
+// Both clients in the clear (the test server also speaks TLS, which Threadline would prefer and
+// pg would not use), unless the URL says otherwise.
+function clear(url) {
+  return /[?&]sslmode=/.test(url) ? url : `${url}${url.includes('?') ? '&' : '?'}sslmode=disable`
+}
+
 async function withServer(fn) {
-  if (process.env.THREADLINE_TEST_POSTGRES) return fn(process.env.THREADLINE_TEST_POSTGRES)
+  if (process.env.THREADLINE_TEST_POSTGRES) return fn(clear(process.env.THREADLINE_TEST_POSTGRES))
   const pg = require('../scripts/postgres.js')
   const server = await pg.start()
   try {
-    return await fn(server.url)
+    return await fn(clear(server.url))
   } finally {
     pg.stop(server.file)
   }

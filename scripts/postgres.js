@@ -9,6 +9,8 @@
 //                                                   named by THREADLINE_TEST_POSTGRES_STATE)
 //   node scripts/postgres.js stop | restart         the server of that state file
 //
+// The server speaks TLS (and plain connections): a CA and a certificate for localhost and
+// 127.0.0.1 are made with openssl; the CA's file is THREADLINE_TEST_POSTGRES_CA.
 // With THREADLINE_TEST_POSTGRES already set, `run` uses that server and starts none.
 // initdb refuses to run as root: as root, the server runs as the system user threadline-pg
 // (created if missing), through runuser.
@@ -65,15 +67,39 @@ function freePort() {
   })
 }
 
+function openssl(args, cwd) {
+  const r = spawnSync('openssl', args, { encoding: 'utf8', cwd })
+  if (r.error?.code === 'ENOENT') throw new Error('openssl not found (it makes the test server\'s TLS certificates). Install it: apt-get install openssl')
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')} failed (${r.status}):\n${r.stderr}`)
+}
+
+// A CA, and a server certificate it signs for localhost and 127.0.0.1; the server's files
+// belong to the user it runs as (PostgreSQL refuses a key others can read).
+function makeCertificates(dir, owner) {
+  const tls = path.join(dir, 'tls')
+  fs.mkdirSync(tls)
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
+  openssl(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '7', '-subj', '/CN=threadline test CA',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], tls)
+  openssl(['req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost'], tls)
+  fs.writeFileSync(path.join(tls, 'server.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n')
+  openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '7', '-extfile', 'server.ext'], tls)
+  fs.chmodSync(path.join(tls, 'server.key'), 0o600)
+  if (owner) for (const f of ['server.key', 'server.crt']) fs.chownSync(path.join(tls, f), owner.uid, owner.gid)
+  return { ca: path.join(tls, 'ca.crt'), cert: path.join(tls, 'server.crt'), key: path.join(tls, 'server.key') }
+}
+
 async function start() {
   const bin = binDir()
   ensureUser()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'threadline-pg-'))
-  if (isRoot) fs.chownSync(dir, Number(spawnSync('id', ['-u', USER], { encoding: 'utf8' }).stdout), Number(spawnSync('id', ['-g', USER], { encoding: 'utf8' }).stdout))
+  const owner = isRoot ? { uid: Number(spawnSync('id', ['-u', USER], { encoding: 'utf8' }).stdout), gid: Number(spawnSync('id', ['-g', USER], { encoding: 'utf8' }).stdout) } : null
+  if (owner) fs.chownSync(dir, owner.uid, owner.gid)
   const data = path.join(dir, 'data')
   asServerUser(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync'])
+  const tls = makeCertificates(dir, owner)
   const port = await freePort()
-  const state = { bin, dir, data, port, url: `postgres://postgres@127.0.0.1:${port}/threadline_test` }
+  const state = { bin, dir, data, port, tls, url: `postgres://postgres@127.0.0.1:${port}/threadline_test` }
   pgCtl(state, 'start')
   asServerUser(path.join(bin, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', 'threadline_test'])
   const file = path.join(dir, 'state.json')
@@ -87,6 +113,9 @@ function pgCtl(state, action) {
     `-p ${state.port}`,
     `-c unix_socket_directories=${state.dir}`,
     '-c max_connections=300',
+    '-c ssl=on',
+    `-c ssl_cert_file=${state.tls.cert}`,
+    `-c ssl_key_file=${state.tls.key}`,
   ].join(' ')
   const args = ['-D', state.data, '-l', path.join(state.dir, 'log'), '-w', '-t', '60']
   if (action === 'stop') args.push('-m', 'fast')
@@ -119,7 +148,7 @@ async function run(cmd, args) {
   }
   const server = await start()
   console.error(`postgres.js: PostgreSQL on ${server.url} (${server.dir})`)
-  const env = { ...process.env, THREADLINE_TEST_POSTGRES: server.url, THREADLINE_TEST_POSTGRES_STATE: server.file }
+  const env = { ...process.env, THREADLINE_TEST_POSTGRES: server.url, THREADLINE_TEST_POSTGRES_STATE: server.file, THREADLINE_TEST_POSTGRES_CA: server.tls.ca }
   const child = spawn(cmd, args, { stdio: 'inherit', env })
   const forward = (sig) => child.kill(sig)
   process.on('SIGINT', forward)
@@ -145,6 +174,7 @@ async function main() {
     const s = await start()
     console.log(`THREADLINE_TEST_POSTGRES=${s.url}`)
     console.log(`THREADLINE_TEST_POSTGRES_STATE=${s.file}`)
+    console.log(`THREADLINE_TEST_POSTGRES_CA=${s.tls.ca}`)
   } else if (command === 'stop') {
     stop()
   } else if (command === 'restart') {

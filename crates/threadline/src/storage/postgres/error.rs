@@ -9,8 +9,19 @@ use crate::error::Error;
 
 pub(crate) fn mapped(e: postgres::Error) -> Error {
     let Some(db) = e.as_db_error() else {
-        // No answer from the server: connection refused, closed or timed out.
-        return Error::StoreIo(format!("PostgreSQL: {e}"));
+        // No answer from the server: connection refused, closed or timed out, or a TLS
+        // handshake that failed. The causes say which (a certificate's fault is only there).
+        let mut text = format!("PostgreSQL: {e}");
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            let said = c.to_string();
+            if !text.contains(&said) {
+                text.push_str(": ");
+                text.push_str(&said);
+            }
+            cause = c.source();
+        }
+        return Error::StoreIo(text);
     };
     let code = db.code();
     let text = format!("PostgreSQL: {} ({})", db.message(), code.code());

@@ -6,11 +6,12 @@
 pub(crate) mod error;
 pub(crate) mod lease;
 pub(crate) mod schema;
+pub(crate) mod tls;
 pub(crate) mod url;
 
 use std::time::Duration;
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use crate::error::Result;
 use crate::model::options::StoreOptions;
@@ -32,7 +33,7 @@ pub(crate) fn connect(url: &PgUrl, options: &StoreOptions) -> Result<Client> {
         config.connect_timeout(timeout);
     }
     config.application_name("threadline");
-    let mut client = config.connect(NoTls).map_err(error::mapped)?;
+    let mut client = url.tls.connect(&config).map_err(error::mapped)?;
     let ms = options.busy_timeout_ms.max(1);
     client
         .batch_execute(&format!(
@@ -75,6 +76,23 @@ pub(crate) mod test_server {
                     "THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not"
                 );
                 eprintln!("THREADLINE_TEST_POSTGRES is not set: PostgreSQL tests not run");
+                None
+            }
+        }
+    }
+
+    /// The server's TLS and the file of the CA that signed its certificate
+    /// (`THREADLINE_TEST_POSTGRES_CA`, set by scripts/postgres.js beside the URL).
+    pub fn url_and_ca() -> Option<(String, String)> {
+        let url = url()?;
+        match std::env::var("THREADLINE_TEST_POSTGRES_CA") {
+            Ok(ca) if !ca.is_empty() => Some((url, ca)),
+            _ => {
+                assert!(
+                    std::env::var_os("THREADLINE_REQUIRE_POSTGRES").is_none(),
+                    "THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES_CA is not"
+                );
+                eprintln!("THREADLINE_TEST_POSTGRES_CA is not set: TLS tests not run");
                 None
             }
         }

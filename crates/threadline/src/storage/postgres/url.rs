@@ -4,12 +4,14 @@
 
 use std::str::FromStr;
 
+use super::tls::{Tls, TlsParams};
 use crate::error::{Error, Result};
 
 #[derive(Clone)]
 pub(crate) struct PgUrl {
     pub config: postgres::Config,
     pub schema: String,
+    pub tls: Tls,
 }
 
 pub const DEFAULT_SCHEMA: &str = "threadline";
@@ -20,11 +22,14 @@ impl PgUrl {
         let mut url =
             ::url::Url::parse(text).map_err(|e| bad(format!("not a valid PostgreSQL URL: {e}")))?;
         let mut schema = None;
+        let mut tls = TlsParams::default();
         let rest: Vec<(String, String)> = url
             .query_pairs()
             .filter_map(|(k, v)| {
                 if k == "schema" {
                     schema = Some(v.into_owned());
+                    None
+                } else if tls.take(&k, &v) {
                     None
                 } else {
                     Some((k.into_owned(), v.into_owned()))
@@ -38,18 +43,14 @@ impl PgUrl {
         }
         let schema = schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
         check_schema(&schema).map_err(|why| bad(format!("schema '{schema}': {why}")))?;
-        if rest
-            .iter()
-            .any(|(k, v)| k == "sslmode" && v != "disable" && v != "prefer")
-        {
-            return Err(bad(
-                "sslmode: TLS connections are not supported by this build (use sslmode=disable or prefer)"
-                    .into(),
-            ));
-        }
-        let config = postgres::Config::from_str(url.as_str())
+        let mut config = postgres::Config::from_str(url.as_str())
             .map_err(|e| bad(format!("not a valid PostgreSQL URL: {e}")))?;
-        Ok(PgUrl { config, schema })
+        let tls = super::tls::configure(&tls, &mut config).map_err(bad)?;
+        Ok(PgUrl {
+            config,
+            schema,
+            tls,
+        })
     }
 
     /// The URL as a store shows it (`store.path`): without its password.
@@ -130,9 +131,20 @@ mod tests {
             assert_eq!(e.code(), "INVALID_INPUT");
             assert!(e.message().contains(why), "{s}: {}", e.message());
         }
-        let e = PgUrl::parse("postgres://h/db?sslmode=require")
-            .err()
-            .unwrap();
-        assert!(e.message().contains("TLS"), "{}", e.message());
+    }
+
+    #[test]
+    fn tls_parameters_are_taken_out_of_the_url_and_set_the_mode() {
+        use postgres::config::SslMode;
+        let u = PgUrl::parse("postgres://h/db?sslmode=require&schema=s&connect_timeout=2").unwrap();
+        assert!(matches!(u.tls, Tls::On(_)));
+        assert_eq!(u.config.get_ssl_mode(), SslMode::Require);
+        assert_eq!(u.schema, "s");
+        let d = PgUrl::parse("postgres://h/db?sslmode=disable").unwrap();
+        assert!(matches!(d.tls, Tls::Off));
+        assert_eq!(d.config.get_ssl_mode(), SslMode::Disable);
+        let p = PgUrl::parse("postgres://h/db").unwrap();
+        assert!(matches!(p.tls, Tls::On(_)));
+        assert_eq!(p.config.get_ssl_mode(), SslMode::Prefer);
     }
 }
