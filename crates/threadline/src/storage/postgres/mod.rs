@@ -68,31 +68,26 @@ pub(crate) mod test_server {
     /// one for `npm test`). None when it is not set: the test says so and passes nothing off as
     /// tested, unless `THREADLINE_REQUIRE_POSTGRES` is set (`.ci/run` sets it), which fails it.
     pub fn url() -> Option<String> {
-        match std::env::var("THREADLINE_TEST_POSTGRES") {
-            Ok(u) if !u.is_empty() => Some(u),
-            _ => {
-                assert!(
-                    std::env::var_os("THREADLINE_REQUIRE_POSTGRES").is_none(),
-                    "THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not"
-                );
-                eprintln!("THREADLINE_TEST_POSTGRES is not set: PostgreSQL tests not run");
-                None
-            }
-        }
+        required("THREADLINE_TEST_POSTGRES", "PostgreSQL tests")
     }
 
-    /// The server's TLS and the file of the CA that signed its certificate
+    /// The server's URL and the file of the CA that signed its TLS certificate
     /// (`THREADLINE_TEST_POSTGRES_CA`, set by scripts/postgres.js beside the URL).
     pub fn url_and_ca() -> Option<(String, String)> {
         let url = url()?;
-        match std::env::var("THREADLINE_TEST_POSTGRES_CA") {
-            Ok(ca) if !ca.is_empty() => Some((url, ca)),
+        Some((url, required("THREADLINE_TEST_POSTGRES_CA", "TLS tests")?))
+    }
+
+    /// The variable's value; None (said) when unset, a failure when `.ci/run` requires it.
+    fn required(name: &str, tests: &str) -> Option<String> {
+        match std::env::var(name) {
+            Ok(v) if !v.is_empty() => Some(v),
             _ => {
                 assert!(
                     std::env::var_os("THREADLINE_REQUIRE_POSTGRES").is_none(),
-                    "THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES_CA is not"
+                    "THREADLINE_REQUIRE_POSTGRES is set, but {name} is not"
                 );
-                eprintln!("THREADLINE_TEST_POSTGRES_CA is not set: TLS tests not run");
+                eprintln!("{name} is not set: {tests} not run");
                 None
             }
         }
