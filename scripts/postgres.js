@@ -10,7 +10,9 @@
 //   node scripts/postgres.js stop | restart         the server of that state file
 //
 // The server speaks TLS (and plain connections): a CA and a certificate for localhost and
-// 127.0.0.1 are made with openssl; the CA's file is THREADLINE_TEST_POSTGRES_CA.
+// 127.0.0.1 are made with openssl; the CA's file is THREADLINE_TEST_POSTGRES_CA. Everyone is
+// trusted on loopback but the role threadline_scram (password scram-secret), which must log in
+// with SCRAM over TLS, as on a managed server.
 // With THREADLINE_TEST_POSTGRES already set, `run` uses that server and starts none.
 // initdb refuses to run as root: as root, the server runs as the system user threadline-pg
 // (created if missing), through runuser.
@@ -22,6 +24,7 @@ const path = require('node:path')
 const { spawnSync, spawn } = require('node:child_process')
 
 const USER = 'threadline-pg'
+const SCRAM_ROLE = 'threadline_scram'
 const isRoot = process.getuid?.() === 0
 
 function binDir() {
@@ -98,10 +101,14 @@ async function start() {
   const data = path.join(dir, 'data')
   asServerUser(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync'])
   const tls = makeCertificates(dir, owner)
+  const hba = path.join(data, 'pg_hba.conf')
+  fs.writeFileSync(hba, `hostssl all ${SCRAM_ROLE} 127.0.0.1/32 scram-sha-256\nhost all ${SCRAM_ROLE} 127.0.0.1/32 reject\n${fs.readFileSync(hba, 'utf8')}`)
   const port = await freePort()
   const state = { bin, dir, data, port, tls, url: `postgres://postgres@127.0.0.1:${port}/threadline_test` }
   pgCtl(state, 'start')
   asServerUser(path.join(bin, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', 'threadline_test'])
+  asServerUser(path.join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'threadline_test', '-v', 'ON_ERROR_STOP=1', '-q', '-c',
+    `CREATE ROLE ${SCRAM_ROLE} LOGIN PASSWORD 'scram-secret'; GRANT CREATE ON DATABASE threadline_test TO ${SCRAM_ROLE}`])
   const file = path.join(dir, 'state.json')
   fs.writeFileSync(file, JSON.stringify(state))
   return { ...state, file }

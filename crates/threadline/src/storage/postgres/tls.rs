@@ -368,4 +368,41 @@ mod tests {
         assert_eq!(e.code(), "STORE_IO", "{}", e.message());
         assert!(e.message().contains("UnknownIssuer"), "{}", e.message());
     }
+
+    #[test]
+    fn a_password_role_logs_in_with_scram_bound_to_the_tls_channel_and_not_in_the_clear() {
+        let Some((base, ca)) = test_server::url_and_ca() else {
+            return;
+        };
+        // scripts/postgres.js: this role must use SCRAM, and only over TLS
+        // (a schema of its own: the other tests' belong to the postgres role)
+        let role = |password: &str, query: &str| {
+            format!("{}&{query}", test_server::with_schema(&base, "scram")).replacen(
+                "postgres@",
+                &format!("threadline_scram:{password}@"),
+                1,
+            )
+        };
+        let full = format!("sslmode=verify-full&sslrootcert={ca}&channel_binding=require");
+        assert_eq!(
+            encrypted(&role("scram-secret", &full)).unwrap(),
+            (true, Some("TLSv1.3".to_string()))
+        );
+        let e = encrypted(&role("wrong", &full)).err().unwrap();
+        assert_eq!(e.code(), "STORE_IO", "{}", e.message());
+        assert!(
+            e.message().contains("password authentication failed"),
+            "{}",
+            e.message()
+        );
+        let e = encrypted(&role("scram-secret", "sslmode=disable"))
+            .err()
+            .unwrap();
+        assert_eq!(e.code(), "STORE_IO", "{}", e.message());
+        assert!(
+            e.message().contains("pg_hba.conf rejects"),
+            "{}",
+            e.message()
+        );
+    }
 }
