@@ -11,8 +11,9 @@
 //
 // The server speaks TLS (and plain connections): a CA and a certificate for localhost and
 // 127.0.0.1 are made with openssl; the CA's file is THREADLINE_TEST_POSTGRES_CA. Everyone is
-// trusted on loopback but the role threadline_scram (password scram-secret), which must log in
-// with SCRAM over TLS, as on a managed server.
+// trusted on loopback but two roles that must use TLS, as on a managed server:
+// threadline_scram (password scram-secret) logs in with SCRAM, threadline_cert with the client
+// certificate client.crt/client.key beside the CA's file.
 // With THREADLINE_TEST_POSTGRES already set, `run` uses that server and starts none.
 // initdb refuses to run as root: as root, the server runs as the system user threadline-pg
 // (created if missing), through runuser.
@@ -25,6 +26,7 @@ const { spawnSync, spawn } = require('node:child_process')
 
 const USER = 'threadline-pg'
 const SCRAM_ROLE = 'threadline_scram'
+const CERT_ROLE = 'threadline_cert'
 const isRoot = process.getuid?.() === 0
 
 function binDir() {
@@ -87,6 +89,11 @@ function makeCertificates(dir, owner) {
   openssl(['req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost'], tls)
   fs.writeFileSync(path.join(tls, 'server.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n')
   openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '7', '-extfile', 'server.ext'], tls)
+  // a client certificate for the role that logs in with one (beside ca.crt: client.crt, client.key)
+  openssl(['req', ...ec, '-keyout', 'client.key', '-out', 'client.csr', '-subj', `/CN=${CERT_ROLE}`], tls)
+  fs.writeFileSync(path.join(tls, 'client.ext'), 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n')
+  openssl(['x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '7', '-extfile', 'client.ext'], tls)
+  fs.chmodSync(path.join(tls, 'client.key'), 0o600)
   fs.chmodSync(path.join(tls, 'server.key'), 0o600)
   if (owner) for (const f of ['server.key', 'server.crt']) fs.chownSync(path.join(tls, f), owner.uid, owner.gid)
   return { ca: path.join(tls, 'ca.crt'), cert: path.join(tls, 'server.crt'), key: path.join(tls, 'server.key') }
@@ -102,13 +109,15 @@ async function start() {
   asServerUser(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync'])
   const tls = makeCertificates(dir, owner)
   const hba = path.join(data, 'pg_hba.conf')
-  fs.writeFileSync(hba, `hostssl all ${SCRAM_ROLE} 127.0.0.1/32 scram-sha-256\nhost all ${SCRAM_ROLE} 127.0.0.1/32 reject\n${fs.readFileSync(hba, 'utf8')}`)
+  const only = (role, method) => `hostssl all ${role} 127.0.0.1/32 ${method}\nhost all ${role} 127.0.0.1/32 reject\n`
+  fs.writeFileSync(hba, `${only(SCRAM_ROLE, 'scram-sha-256')}${only(CERT_ROLE, 'cert')}${fs.readFileSync(hba, 'utf8')}`)
   const port = await freePort()
   const state = { bin, dir, data, port, tls, url: `postgres://postgres@127.0.0.1:${port}/threadline_test` }
   pgCtl(state, 'start')
   asServerUser(path.join(bin, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', 'threadline_test'])
   asServerUser(path.join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'threadline_test', '-v', 'ON_ERROR_STOP=1', '-q', '-c',
-    `CREATE ROLE ${SCRAM_ROLE} LOGIN PASSWORD 'scram-secret'; GRANT CREATE ON DATABASE threadline_test TO ${SCRAM_ROLE}`])
+    `CREATE ROLE ${SCRAM_ROLE} LOGIN PASSWORD 'scram-secret'; GRANT CREATE ON DATABASE threadline_test TO ${SCRAM_ROLE};
+     CREATE ROLE ${CERT_ROLE} LOGIN; GRANT CREATE ON DATABASE threadline_test TO ${CERT_ROLE}`])
   const file = path.join(dir, 'state.json')
   fs.writeFileSync(file, JSON.stringify(state))
   return { ...state, file }
@@ -123,6 +132,7 @@ function pgCtl(state, action) {
     '-c ssl=on',
     `-c ssl_cert_file=${state.tls.cert}`,
     `-c ssl_key_file=${state.tls.key}`,
+    `-c ssl_ca_file=${state.tls.ca}`,
   ].join(' ')
   const args = ['-D', state.data, '-l', path.join(state.dir, 'log'), '-w', '-t', '60']
   if (action === 'stop') args.push('-m', 'fast')

@@ -8,7 +8,8 @@
 //!   certificate is there (named, or `~/.postgresql/root.crt`): then they check the chain as
 //!   `verify-ca` does;
 //! - `verify-ca` checks the chain, `verify-full` the chain and the host name;
-//! - `sslrootcert=system` makes `verify-full` the default and refuses the weaker modes.
+//! - `sslrootcert=system` makes `verify-full` the default and refuses the weaker modes;
+//! - `sslcert` and `sslkey` name the certificate the client shows, for servers that ask for one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -35,8 +36,9 @@ pub(crate) enum Tls {
 pub(crate) struct TlsParams {
     pub mode: Option<String>,
     pub root_cert: Option<String>,
-    /// `sslcert`/`sslkey`, which this build does not send
-    pub client_cert: Option<&'static str>,
+    /// `sslcert` and `sslkey`: the certificate this client shows, and its key
+    pub client_cert: Option<String>,
+    pub client_key: Option<String>,
 }
 
 impl TlsParams {
@@ -45,8 +47,8 @@ impl TlsParams {
         match key {
             "sslmode" => self.mode = Some(value.to_string()),
             "sslrootcert" => self.root_cert = Some(value.to_string()),
-            "sslcert" => self.client_cert = Some("sslcert"),
-            "sslkey" => self.client_cert = Some("sslkey"),
+            "sslcert" => self.client_cert = Some(value.to_string()),
+            "sslkey" => self.client_key = Some(value.to_string()),
             _ => return false,
         }
         true
@@ -69,11 +71,6 @@ enum Roots {
 /// Sets the connection's `sslmode` on `config` and returns how to connect. Errors name the URL
 /// parameter at fault.
 pub(crate) fn configure(p: &TlsParams, config: &mut Config) -> Result<Tls, String> {
-    if let Some(key) = p.client_cert {
-        return Err(format!(
-            "{key}: client certificates are not supported (the server must accept a password or trust)"
-        ));
-    }
     let system = p.root_cert.as_deref() == Some("system");
     let mode = p
         .mode
@@ -107,7 +104,31 @@ pub(crate) fn configure(p: &TlsParams, config: &mut Config) -> Result<Tls, Strin
         Some(r) => Some(load(&r)?),
         None => None,
     };
-    Ok(Tls::On(Arc::new(client_config(check, store)?)))
+    let identity = identity(p)?;
+    Ok(Tls::On(Arc::new(client_config(check, store, identity)?)))
+}
+
+/// The client's certificate chain and key, when the URL names them (both or neither).
+type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+fn identity(p: &TlsParams) -> Result<Option<Identity>, String> {
+    let (cert, key) = match (&p.client_cert, &p.client_key) {
+        (None, None) => return Ok(None),
+        (Some(c), Some(k)) => (Path::new(c), Path::new(k)),
+        (Some(_), None) => return Err("sslkey: sslcert needs the key of its certificate".into()),
+        (None, Some(_)) => {
+            return Err("sslcert: sslkey needs the certificate it is the key of".into())
+        }
+    };
+    let chain = read_pem(cert).map_err(|e| e.replacen("sslrootcert", "sslcert", 1))?;
+    if chain.is_empty() {
+        return Err(format!("sslcert: no certificate in '{}'", cert.display()));
+    }
+    let text =
+        std::fs::read(key).map_err(|e| format!("sslkey: cannot read '{}': {e}", key.display()))?;
+    let key = PrivateKeyDer::from_pem_slice(&text)
+        .map_err(|e| format!("sslkey: no private key in '{}': {e}", key.display()))?;
+    Ok(Some((chain, key)))
 }
 
 /// The roots a mode uses: the named file, the system's, or libpq's default file when it exists.
@@ -170,7 +191,11 @@ fn shown(roots: &Roots) -> String {
     }
 }
 
-fn client_config(check: Check, roots: Option<RootCertStore>) -> Result<ClientConfig, String> {
+fn client_config(
+    check: Check,
+    roots: Option<RootCertStore>,
+    identity: Option<Identity>,
+) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -196,7 +221,12 @@ fn client_config(check: Check, roots: Option<RootCertStore>) -> Result<ClientCon
                 algorithms: provider.signature_verification_algorithms,
             })),
     };
-    Ok(config.with_no_client_auth())
+    match identity {
+        None => Ok(config.with_no_client_auth()),
+        Some((chain, key)) => config
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| format!("sslkey: {e}")),
+    }
 }
 
 impl Tls {
@@ -280,7 +310,9 @@ mod tests {
             ("sslmode=allow", "sslmode: 'allow' is not supported"),
             ("sslmode=require&sslrootcert=system", "sslmode: 'require' is weaker than sslrootcert=system"),
             ("sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem", "sslrootcert: cannot read '/nonexistent/ca.pem'"),
-            ("sslcert=/c.pem&sslkey=/k.pem", "client certificates are not supported"),
+            ("sslcert=/c.pem", "sslkey: sslcert needs the key of its certificate"),
+            ("sslkey=/k.pem", "sslcert: sslkey needs the certificate it is the key of"),
+            ("sslcert=/nonexistent/c.pem&sslkey=/k.pem", "sslcert: cannot read '/nonexistent/c.pem'"),
         ] {
             let m = refused(&format!("{base}?{query}"));
             assert!(m.starts_with("path: "), "{m}");
@@ -401,6 +433,37 @@ mod tests {
         assert_eq!(e.code(), "STORE_IO", "{}", e.message());
         assert!(
             e.message().contains("pg_hba.conf rejects"),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn a_role_that_logs_in_with_a_client_certificate_gets_in_with_it_and_not_without() {
+        let Some((base, ca)) = test_server::url_and_ca() else {
+            return;
+        };
+        // scripts/postgres.js: threadline_cert may log in only over TLS with a certificate the
+        // CA signed for it, client.crt/client.key beside the CA's file
+        let dir = std::path::Path::new(&ca)
+            .parent()
+            .unwrap()
+            .display()
+            .to_string();
+        let url = |query: &str| {
+            format!("{}&{query}", test_server::with_schema(&base, "cert")).replacen(
+                "postgres@",
+                "threadline_cert@",
+                1,
+            )
+        };
+        let verified = format!("sslmode=verify-full&sslrootcert={ca}");
+        let with_cert = format!("{verified}&sslcert={dir}/client.crt&sslkey={dir}/client.key");
+        assert!(encrypted(&url(&with_cert)).unwrap().0);
+        let e = encrypted(&url(&verified)).err().unwrap();
+        assert_eq!(e.code(), "STORE_IO", "{}", e.message());
+        assert!(
+            e.message().contains("requires a valid client certificate"),
             "{}",
             e.message()
         );
