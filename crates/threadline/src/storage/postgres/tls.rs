@@ -42,7 +42,7 @@ pub(crate) struct TlsParams {
 }
 
 impl TlsParams {
-    /// Takes `sslmode` and `sslrootcert` (true); leaves any other parameter (false).
+    /// Takes the TLS parameters (true); leaves any other (false).
     pub fn take(&mut self, key: &str, value: &str) -> bool {
         match key {
             "sslmode" => self.mode = Some(value.to_string()),
@@ -120,7 +120,7 @@ fn identity(p: &TlsParams) -> Result<Option<Identity>, String> {
             return Err("sslcert: sslkey needs the certificate it is the key of".into())
         }
     };
-    let chain = read_pem(cert).map_err(|e| e.replacen("sslrootcert", "sslcert", 1))?;
+    let chain = read_pem("sslcert", cert)?;
     if chain.is_empty() {
         return Err(format!("sslcert: no certificate in '{}'", cert.display()));
     }
@@ -149,7 +149,7 @@ fn roots_for(named: Option<&str>, check: &Check) -> Result<Option<Roots>, String
 fn load(roots: &Roots) -> Result<RootCertStore, String> {
     let mut store = RootCertStore::empty();
     let certs = match roots {
-        Roots::File(path) => read_pem(path)?,
+        Roots::File(path) => read_pem("sslrootcert", path)?,
         Roots::System => {
             let found = rustls_native_certs::load_native_certs();
             if found.certs.is_empty() {
@@ -176,12 +176,13 @@ fn load(roots: &Roots) -> Result<RootCertStore, String> {
     Ok(store)
 }
 
-fn read_pem(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+/// The certificates of the PEM file that URL parameter `param` names.
+fn read_pem(param: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let text = std::fs::read(path)
-        .map_err(|e| format!("sslrootcert: cannot read '{}': {e}", path.display()))?;
+        .map_err(|e| format!("{param}: cannot read '{}': {e}", path.display()))?;
     CertificateDer::pem_slice_iter(&text)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("sslrootcert: '{}' is not PEM: {e}", path.display()))
+        .map_err(|e| format!("{param}: '{}' is not PEM: {e}", path.display()))
 }
 
 fn shown(roots: &Roots) -> String {
