@@ -88,36 +88,54 @@ async function barePg(url) {
 function engines(dir, pgBase) {
   return [
     { name: 'sqlite', location: () => path.join(dir, `t${schemas++}.db`), bare: async () => bareSqlite(path.join(dir, `bare${schemas++}.db`)) },
-    { name: 'postgres', location: () => schemaUrl(pgBase, 'tl'), bare: async () => barePg(schemaUrl(pgBase, 'bare')) },
+    {
+      name: 'postgres',
+      location: () => schemaUrl(pgBase, 'tl'),
+      bare: async () => barePg(schemaUrl(pgBase, 'bare')),
+      // Threadline over TLS as well, when the URL is ours to change (the test server speaks it)
+      tlsLocation: /[?&]sslmode=disable/.test(pgBase) ? () => schemaUrl(pgBase.replace('sslmode=disable', 'sslmode=require'), 'tls') : null,
+    },
   ]
 }
 
+// Interleaved message by message, each run in fresh stores: Threadline, the bare client, and on
+// PostgreSQL Threadline over TLS (sslmode=require), whose cost is given against Threadline in the
+// clear.
 async function appendSection(engine, messages) {
   const ratios = []
-  const medians = { threadline: [], bare: [] }
+  const tlsRatios = []
+  const medians = { threadline: [], bare: [], tls: [] }
   for (let run = 0; run < CFG.appendRuns; run++) {
     const store = Store.open(engine.location())
-    const session = store.createSession({ title: 'bench' })
+    const tlsStore = engine.tlsLocation ? Store.open(engine.tlsLocation()) : null
+    const sessions = { threadline: store.createSession({ title: 'bench' }), tls: tlsStore?.createSession({ title: 'bench' }) }
     const bare = await engine.bare()
-    const t = { threadline: [], bare: [] }
+    const who = tlsStore ? ['threadline', 'bare', 'tls'] : ['threadline', 'bare']
+    const t = { threadline: [], bare: [], tls: [] }
     for (let i = 0; i < messages.length; i++) {
-      const order = (i + run) % 2 ? ['threadline', 'bare'] : ['bare', 'threadline']
-      for (const who of order) {
+      const k = (i + run) % who.length
+      for (const w of [...who.slice(k), ...who.slice(0, k)]) {
         const t0 = now()
-        if (who === 'threadline') session.append(messages[i])
-        else await bare.append('bench', messages[i])
-        t[who].push(us(t0, now()))
+        if (w === 'bare') await bare.append('bench', messages[i])
+        else sessions[w].append(messages[i])
+        t[w].push(us(t0, now()))
       }
     }
     store.close()
+    tlsStore?.close()
     await bare.close()
     const a = median(t.threadline)
     const b = median(t.bare)
     medians.threadline.push(a)
     medians.bare.push(b)
     ratios.push(a / b)
+    if (tlsStore) {
+      medians.tls.push(median(t.tls))
+      tlsRatios.push(median(t.tls) / a)
+    }
   }
-  return { threadlineUs: median(medians.threadline), bareUs: median(medians.bare), ratio: median(ratios), runs: CFG.appendRuns, appends: messages.length }
+  const tls = tlsRatios.length ? { tlsUs: median(medians.tls), tlsVsClear: median(tlsRatios) } : {}
+  return { threadlineUs: median(medians.threadline), bareUs: median(medians.bare), ratio: median(ratios), ...tls, runs: CFG.appendRuns, appends: messages.length }
 }
 
 async function restoreSection(engine, messages) {
@@ -235,6 +253,10 @@ function format(r) {
     const x = r.engines[e]
     if (!x) continue
     lines.push(`| ${e} | ${x.append ? `${f(x.append.threadlineUs)} / ${f(x.append.bareUs)}` : '-'} | ${x.append ? `${f(x.append.ratio, 2)}x` : '-'} | ${x.restore ? `${f(x.restore.threadlineMs)} / ${f(x.restore.bareMs)}` : '-'} | ${x.restore ? `${f(x.restore.ratio, 2)}x` : '-'} | ${x.writers ? `${x.writers[1]} / ${x.writers[4]} / ${x.writers[8]}` : '-'} |`)
+  }
+  const tls = r.engines.postgres?.append
+  if (tls?.tlsUs) {
+    lines.push('', `PostgreSQL append over TLS (sslmode=require), interleaved with the above: ${f(tls.tlsUs)} µs, ${f(tls.tlsVsClear, 2)}x Threadline in the clear`)
   }
   if (r.resume) {
     const x = r.resume
