@@ -236,7 +236,11 @@ impl Session {
     ) -> Result<(T, Tail, Option<i64>)> {
         let heartbeat = self.shared.claim(conn, self.num, &self.id)?;
         let mut tail = self.tail();
-        self.sync_tail(conn, &mut tail)?;
+        // Held all along (no claim needed) and left where this process last wrote it: on
+        // PostgreSQL the tail is known without asking (storage/postgres/tails.rs).
+        if heartbeat.is_some() || !conn.tail_known(self.num, tail.next_seq) {
+            self.sync_tail(conn, &mut tail)?;
+        }
         let mut w = Writer {
             session: self,
             conn,

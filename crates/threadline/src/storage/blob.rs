@@ -15,11 +15,11 @@ pub fn put(conn: &Db, record: i64, blobs: &[Blob]) -> Result<()> {
     for b in blobs {
         let bytes = b.literal.len() as i64;
         let crc = checksum::blob_sum(&b.hash, bytes, &b.literal) as i64;
-        conn.execute(
+        conn.execute_later(
             "INSERT INTO blobs(hash, bytes, literal, crc) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
             &args![b.hash, bytes, b.literal, crc],
         )?;
-        conn.execute(
+        conn.execute_later(
             "INSERT INTO blob_refs(record, hash) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             &args![record, b.hash],
         )?;

@@ -7,12 +7,15 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use bytes::BytesMut;
-use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::Connection;
+use tokio_postgres as postgres;
+use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 
 use crate::error::{Error, Result};
+use crate::storage::postgres::client::PgClient;
 use crate::storage::postgres::error::mapped;
+use crate::storage::postgres::tails;
 
 /// A store's connection: the SQLite file's, or a PostgreSQL client.
 pub(crate) enum Db {
@@ -20,28 +23,49 @@ pub(crate) enum Db {
     Postgres(Box<Pg>),
 }
 
-/// A PostgreSQL client with its prepared statements (by their SQLite text).
+/// A PostgreSQL client with its prepared statements (by their SQLite text), and the statements
+/// it holds back to send with the next one: a transaction's BEGIN and the writes no caller reads
+/// (`execute_later`). An append is then two round trips (BEGIN with the tail check; the INSERT,
+/// the session row and COMMIT), not five.
 pub(crate) struct Pg {
-    client: RefCell<postgres::Client>,
+    client: RefCell<PgClient>,
     statements: RefCell<HashMap<&'static str, postgres::Statement>>,
     /// whether a transaction is open (begun by `Txn`)
     in_txn: Cell<bool>,
+    /// whether the open transaction has reached the server (its BEGIN was sent)
+    begun: Cell<bool>,
+    /// statements held back, sent ahead of the next one in the same round trip
+    held: RefCell<Vec<Held>>,
+    /// the store's random id (`tails.rs`)
+    store: i64,
+    /// sessions whose tail the open transaction noted (`tails.rs`), taken back unless it commits
+    noted: RefCell<Vec<i64>>,
     /// the schema the URL names (the client's search_path)
     pub schema: String,
     /// a new connection like the first, for when the server dropped this one
     reconnect: Reconnect,
 }
 
+/// A statement held back, with its parameters.
+struct Held {
+    sql: &'static str,
+    params: Vec<Value>,
+}
+
 /// Makes a new connection to the store's server, set up as the first one was.
-pub(crate) type Reconnect = Box<dyn Fn() -> Result<postgres::Client> + Send>;
+pub(crate) type Reconnect = Box<dyn Fn() -> Result<PgClient> + Send>;
 
 impl Pg {
-    pub fn new(client: postgres::Client, schema: String, reconnect: Reconnect) -> Pg {
+    pub fn new(client: PgClient, schema: String, store: i64, reconnect: Reconnect) -> Pg {
         Pg {
+            store,
+            noted: RefCell::new(Vec::new()),
             reconnect,
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
             in_txn: Cell::new(false),
+            begun: Cell::new(false),
+            held: RefCell::new(Vec::new()),
             schema,
         }
     }
@@ -51,20 +75,22 @@ impl Pg {
         self.client.into_inner().close().map_err(mapped)
     }
 
-    /// The client, for what is written for PostgreSQL only (the lease, the schema).
-    pub fn client(&self) -> Result<std::cell::RefMut<'_, postgres::Client>> {
+    /// The client, for what is written for PostgreSQL only (the lease, the schema), with what
+    /// was held back sent first.
+    pub fn client(&self) -> Result<std::cell::RefMut<'_, PgClient>> {
+        self.flush()?;
         self.live()?;
         Ok(self.client.borrow_mut())
     }
 
     /// A connection the server closed (a restart, a network failure) is made anew before the
-    /// next statement, unless a transaction was open on it: that one is lost, and the caller's
-    /// operation fails with STORE_IO (a retry with the same uuid is stored once).
+    /// next statement, unless a transaction had reached the server on it: that one is lost, and
+    /// the caller's operation fails with STORE_IO (a retry with the same uuid is stored once).
     fn live(&self) -> Result<()> {
         if !self.client.borrow().is_closed() {
             return Ok(());
         }
-        if self.in_txn.get() {
+        if self.begun.get() {
             return Err(Error::StoreIo(
                 "the connection to the PostgreSQL server was lost during the transaction".into(),
             ));
@@ -76,7 +102,6 @@ impl Pg {
     }
 
     fn statement(&self, sql: &'static str) -> Result<postgres::Statement> {
-        self.live()?;
         if let Some(s) = self.statements.borrow().get(sql) {
             return Ok(s.clone());
         }
@@ -89,37 +114,116 @@ impl Pg {
         Ok(s)
     }
 
+    /// Begins (`open`) or ends a transaction. A BEGIN is held back for the transaction's first
+    /// statement; a transaction that sent nothing ends without a word to the server.
+    fn control(&self, sql: &'static str, open: bool) -> Result<()> {
+        if open {
+            self.held.borrow_mut().push(Held {
+                sql,
+                params: Vec::new(),
+            });
+            self.in_txn.set(true);
+            self.begun.set(false);
+            return Ok(());
+        }
+        let commit = sql == "COMMIT";
+        let only_begin = !self.begun.get() && self.held.borrow().len() <= 1;
+        if !commit || only_begin {
+            self.held.borrow_mut().clear();
+        }
+        let done = if only_begin || (!commit && !self.begun.get()) {
+            Ok(())
+        } else {
+            self.send(sql, &[]).map(|_| ())
+        };
+        // COMMIT and ROLLBACK end it either way (a COMMIT whose connection dropped is never run
+        // again).
+        for num in self.noted.take() {
+            if !(commit && done.is_ok()) {
+                tails::forget(self.store, num);
+            }
+        }
+        self.in_txn.set(false);
+        self.begun.set(false);
+        done
+    }
+
+    /// Holds back a write whose result nobody reads, inside a transaction; runs it now outside
+    /// one.
+    fn execute_later(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<()> {
+        if !self.in_txn.get() {
+            return self.send(sql, params).map(|_| ());
+        }
+        self.held.borrow_mut().push(Held {
+            sql,
+            params: params.iter().map(|v| Value::from(*v)).collect(),
+        });
+        Ok(())
+    }
+
+    /// Sends what is held back, if anything.
+    fn flush(&self) -> Result<()> {
+        let Some(last) = self.held.borrow_mut().pop() else {
+            return Ok(());
+        };
+        let params: Vec<ValueRef<'_>> = last.params.iter().map(ValueRef::from).collect();
+        self.send(last.sql, &params).map(|_| ())
+    }
+
     fn query(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<Vec<postgres::Row>> {
-        self.again_if_dropped(|| {
-            let stmt = self.statement(sql)?;
-            let args: Vec<PgArg<'_>> = params.iter().map(|v| PgArg(*v)).collect();
-            let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-            self.client.borrow_mut().query(&stmt, &refs).map_err(mapped)
-        })
+        self.send(sql, params).map(|(rows, _)| rows)
     }
 
     fn execute(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<usize> {
-        self.again_if_dropped(|| {
-            let stmt = self.statement(sql)?;
-            let args: Vec<PgArg<'_>> = params.iter().map(|v| PgArg(*v)).collect();
-            let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-            let n = self
-                .client
-                .borrow_mut()
-                .execute(&stmt, &refs)
-                .map_err(mapped)?;
-            Ok(n as usize)
-        })
+        self.send(sql, params).map(|(_, n)| n as usize)
     }
 
-    /// Runs `f` once more, on a new connection, when it failed because the server dropped the
-    /// connection outside a transaction: a restart between two appends costs the next call
-    /// nothing. Inside a transaction (a COMMIT among them) the failure is the caller's.
-    fn again_if_dropped<T>(&self, f: impl Fn() -> Result<T>) -> Result<T> {
-        match f() {
-            Err(_) if !self.in_txn.get() && self.client.borrow().is_closed() => f(),
+    /// Sends what is held back and then `sql`, in one round trip: `sql`'s rows and the number of
+    /// rows it changed. When the server had dropped the connection and nothing of an open
+    /// transaction had reached it, all of it is sent once more on a new connection: a restart
+    /// between two appends costs the next one nothing. A COMMIT is never sent twice.
+    fn send(
+        &self,
+        sql: &'static str,
+        params: &[ValueRef<'_>],
+    ) -> Result<(Vec<postgres::Row>, u64)> {
+        let held = self.held.take();
+        let fresh = !self.begun.get();
+        let attempt = || -> Result<(Vec<postgres::Row>, u64)> {
+            self.live()?;
+            let mut statements = Vec::with_capacity(held.len());
+            for h in &held {
+                statements.push(self.statement(h.sql)?);
+            }
+            let last = self.statement(sql)?;
+            let held_args: Vec<Vec<PgArg<'_>>> = held
+                .iter()
+                .map(|h| h.params.iter().map(|v| PgArg(ValueRef::from(v))).collect())
+                .collect();
+            let held_refs: Vec<Vec<&(dyn ToSql + Sync)>> = held_args
+                .iter()
+                .map(|a| a.iter().map(|x| x as _).collect())
+                .collect();
+            let first: Vec<(&postgres::Statement, &[&(dyn ToSql + Sync)])> = statements
+                .iter()
+                .zip(&held_refs)
+                .map(|(s, r)| (s, r.as_slice()))
+                .collect();
+            let args: Vec<PgArg<'_>> = params.iter().map(|v| PgArg(*v)).collect();
+            let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
+            self.client
+                .borrow_mut()
+                .pipeline(&first, (&last, &refs))
+                .map_err(mapped)
+        };
+        let out = match attempt() {
+            Err(_) if fresh && sql != "COMMIT" && self.client.borrow().is_closed() => attempt(),
             r => r,
+        };
+        if self.in_txn.get() {
+            self.begun.set(true);
         }
+        out
     }
 }
 
@@ -330,13 +434,37 @@ impl Db {
 
     /// Runs a statement that begins (`open`) or ends a transaction.
     pub(crate) fn transaction_control(&self, sql: &'static str, open: bool) -> Result<()> {
-        let done = self.execute(sql, &[]).map(|_| ());
-        if let Db::Postgres(p) = self {
-            // BEGIN opens one only if it ran; COMMIT and ROLLBACK end it either way. (Set
-            // after the statement: a COMMIT whose connection dropped is never run again.)
-            p.in_txn.set(open && done.is_ok());
+        match self {
+            Db::Sqlite(_) => self.execute(sql, &[]).map(|_| ()),
+            Db::Postgres(p) => p.control(sql, open),
         }
-        done
+    }
+
+    /// A write whose result nobody reads before the transaction commits (an append's INSERT):
+    /// on PostgreSQL it is held back and sent with the next statement, one round trip for
+    /// several, and a failure fails that statement or the COMMIT.
+    pub fn execute_later(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<()> {
+        match self {
+            Db::Sqlite(_) => self.execute(sql, params).map(|_| ()),
+            Db::Postgres(p) => p.execute_later(sql, params),
+        }
+    }
+
+    /// Whether this process knows session `num` to end before seq `next` (PostgreSQL only,
+    /// `postgres/tails.rs`): then a write need not ask the server.
+    pub fn tail_known(&self, num: i64, next: u64) -> bool {
+        match self {
+            Db::Sqlite(_) => false,
+            Db::Postgres(p) => tails::is(p.store, num, next),
+        }
+    }
+
+    /// Notes, inside a write's transaction, that session `num` now ends before seq `next`.
+    pub fn note_tail(&self, num: i64, next: u64) {
+        if let Db::Postgres(p) = self {
+            tails::note(p.store, num, next);
+            p.noted.borrow_mut().push(num);
+        }
     }
 
     /// The SQLite connection, for what only the file has (pages, checkpoints, its FTS index).

@@ -397,7 +397,7 @@ pub fn on_message(
             result_seq: Some(seq as i64),
             outcome: outcome.as_deref(),
         };
-        conn.execute(
+        conn.execute_later(
             "UPDATE tool_calls SET state = ?1, result_seq = ?2, ended_ms = ?3, crc = ?4
              WHERE session = ?5 AND id = ?6",
             &args![
@@ -446,7 +446,7 @@ fn request(
         outcome: None,
     }
     .sum();
-    conn.execute(
+    conn.execute_later(
         "INSERT INTO tool_calls(session, id, kind, name, call_seq, ord, state, requested_ms, crc)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'requested', ?7, ?8) ON CONFLICT DO NOTHING",
         &args![session, call.id, call.kind, call.name, seq as i64, ord as i64, now_ms, crc],

@@ -117,7 +117,7 @@ pub(crate) fn insert(conn: &Db, r: &NewRecord<'_>) -> Result<()> {
     let mut all = [ValueRef::Null; checksum::col::ALL + 1];
     all[..checksum::col::ALL].copy_from_slice(&values);
     all[checksum::col::ALL] = written;
-    conn.execute(
+    conn.execute_later(
         concat!(
             "INSERT INTO records(",
             record_columns!(),

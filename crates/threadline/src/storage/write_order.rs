@@ -10,26 +10,25 @@ use crate::error::Result;
 /// Marks session `num` as the store's most recently written one. Call inside the write's
 /// transaction (the max is read and set under the same write lock).
 pub(crate) fn touch(conn: &Db, num: i64) -> Result<()> {
-    conn.execute(
+    conn.execute_later(
         conn.pick(
             "UPDATE sessions SET write_seq = (SELECT coalesce(max(write_seq), 0) + 1 FROM sessions) WHERE num = ?1",
             // Writers of other sessions run at once here: a sequence orders them.
             "UPDATE sessions SET write_seq = nextval('write_seq') WHERE num = ?1",
         ),
         &args![num],
-    )?;
-    Ok(())
+    )
 }
 
 /// Like `touch`, after a write that added records: the session's row also notes how many records
 /// it has now, so a read can tell a log that lost its last records (damage) from a shorter one.
 pub(crate) fn touch_records(conn: &Db, num: i64, records: u64) -> Result<()> {
-    conn.execute(
+    conn.note_tail(num, records);
+    conn.execute_later(
         conn.pick(
             "UPDATE sessions SET write_seq = (SELECT coalesce(max(write_seq), 0) + 1 FROM sessions), records = ?2 WHERE num = ?1",
             "UPDATE sessions SET write_seq = nextval('write_seq'), records = ?2 WHERE num = ?1",
         ),
         &args![num, records as i64],
-    )?;
-    Ok(())
+    )
 }

@@ -3,11 +3,11 @@
 //! a lost connection, a server shutting down, refused credentials, a full disk are STORE_IO;
 //! data the server reports as corrupted is STORE_CORRUPT.
 
-use postgres::error::SqlState;
+use tokio_postgres::error::SqlState;
 
 use crate::error::Error;
 
-pub(crate) fn mapped(e: postgres::Error) -> Error {
+pub(crate) fn mapped(e: tokio_postgres::Error) -> Error {
     let Some(db) = e.as_db_error() else {
         // No answer from the server: connection refused, closed or timed out, or a TLS
         // handshake that failed. The causes say which (a certificate's fault is only there).
@@ -78,16 +78,17 @@ mod tests {
         let mut a = crate::storage::postgres::connect(&url, &options).unwrap();
         let mut b = crate::storage::postgres::connect(&url, &options).unwrap();
         let s = url.quoted_schema();
-        let mut tx = a.transaction().unwrap();
-        tx.batch_execute(&format!("LOCK TABLE {s}.sessions IN ACCESS EXCLUSIVE MODE"))
-            .unwrap();
+        a.batch_execute(&format!(
+            "BEGIN; LOCK TABLE {s}.sessions IN ACCESS EXCLUSIVE MODE"
+        ))
+        .unwrap();
         let e = b
             .batch_execute(&format!("SELECT count(*) FROM {s}.sessions"))
             .map_err(mapped)
             .err()
             .unwrap();
         assert_eq!(e.code(), "STORE_BUSY", "{}", e.message());
-        tx.rollback().unwrap();
+        a.batch_execute("ROLLBACK").unwrap();
         b.batch_execute(&format!("DROP SCHEMA {s} CASCADE"))
             .unwrap();
     }

@@ -13,8 +13,7 @@
 //! a network partition also holds one until TCP keepalive gives up. A lease is a plain row
 //! update, in the append's own transaction, under the row lock that `FOR UPDATE` takes.
 
-use postgres::GenericClient;
-
+use super::client::PgClient;
 use super::error::mapped;
 use super::url::quote;
 use crate::error::Result;
@@ -25,12 +24,7 @@ const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 /// Holds session `num` for this process (inside the caller's transaction): SESSION_LOCKED if
 /// another live process holds it. Returns the heartbeat written (server time).
-pub(crate) fn claim(
-    c: &mut impl GenericClient,
-    schema: &str,
-    num: i64,
-    session_id: &str,
-) -> Result<i64> {
+pub(crate) fn claim(c: &mut PgClient, schema: &str, num: i64, session_id: &str) -> Result<i64> {
     let s = quote(schema);
     let row = c
         .query_one(
@@ -66,7 +60,7 @@ pub(crate) fn claim(
 }
 
 /// Lets go of session `num` if this process holds it.
-pub(crate) fn release(c: &mut impl GenericClient, schema: &str, num: i64) -> Result<()> {
+pub(crate) fn release(c: &mut PgClient, schema: &str, num: i64) -> Result<()> {
     let s = quote(schema);
     let m = owner::me();
     c.execute(
@@ -83,7 +77,7 @@ pub(crate) fn release(c: &mut impl GenericClient, schema: &str, num: i64) -> Res
 /// Renews the heartbeat of the sessions in `nums` that this process still holds (a store's
 /// background heartbeat, so a holder that is alive but idle keeps its sessions). Returns the
 /// sessions renewed.
-pub(crate) fn renew(c: &mut impl GenericClient, schema: &str, nums: &[i64]) -> Result<Vec<i64>> {
+pub(crate) fn renew(c: &mut PgClient, schema: &str, nums: &[i64]) -> Result<Vec<i64>> {
     let s = quote(schema);
     let m = owner::me();
     let rows = c
@@ -101,7 +95,7 @@ pub(crate) fn renew(c: &mut impl GenericClient, schema: &str, nums: &[i64]) -> R
 
 /// Sessions left active by a holder that is gone (its pid on this host no longer runs, or its
 /// heartbeat on another host is stale), by the server's clock.
-pub(crate) fn interrupted(c: &mut impl GenericClient, schema: &str) -> Result<Vec<i64>> {
+pub(crate) fn interrupted(c: &mut PgClient, schema: &str) -> Result<Vec<i64>> {
     let s = quote(schema);
     let rows = c
         .query(
@@ -134,10 +128,10 @@ mod tests {
     use crate::storage::owner::REMOTE_STALE_MS;
     use crate::storage::postgres::{connect, test_server, PgUrl};
 
-    fn setup(name: &str) -> Option<(PgUrl, postgres::Client, i64)> {
+    fn setup(name: &str) -> Option<(PgUrl, PgClient, i64)> {
         let base = test_server::url()?;
         let url = PgUrl::parse(&test_server::with_schema(&base, name)).unwrap();
-        let mut c = url.config.connect(postgres::NoTls).unwrap();
+        let mut c = PgClient::connect(&url.config, tokio_postgres::NoTls).unwrap();
         c.batch_execute(&format!(
             "DROP SCHEMA IF EXISTS {} CASCADE",
             url.quoted_schema()
@@ -156,7 +150,7 @@ mod tests {
     }
 
     /// Another host's process holds the session, with its heartbeat `age_ms` ago.
-    fn held_elsewhere(c: &mut postgres::Client, url: &PgUrl, num: i64, age_ms: i64) {
+    fn held_elsewhere(c: &mut PgClient, url: &PgUrl, num: i64, age_ms: i64) {
         let s = url.quoted_schema();
         c.execute(
             &format!("UPDATE {s}.sessions SET owner_pid = 4242, owner_host = 'other-host', owner_start = 7, heartbeat_ms = {NOW_MS} - $1 WHERE num = $2"),
@@ -171,20 +165,20 @@ mod tests {
             return;
         };
         held_elsewhere(&mut c, &url, num, 1_000);
-        let mut tx = c.transaction().unwrap();
-        let e = claim(&mut tx, &url.schema, num, "s1").err().unwrap();
+        c.batch_execute("BEGIN").unwrap();
+        let e = claim(&mut c, &url.schema, num, "s1").err().unwrap();
         assert_eq!(e.code(), "SESSION_LOCKED", "{}", e.message());
         assert!(e.message().contains("other-host"), "{}", e.message());
-        tx.rollback().unwrap();
+        c.batch_execute("ROLLBACK").unwrap();
         assert_eq!(interrupted(&mut c, &url.schema).unwrap(), Vec::<i64>::new());
 
         // The other host died: once its heartbeat is stale, the session is interrupted, and
         // this process takes it over.
         held_elsewhere(&mut c, &url, num, REMOTE_STALE_MS + 1_000);
         assert_eq!(interrupted(&mut c, &url.schema).unwrap(), vec![num]);
-        let mut tx = c.transaction().unwrap();
-        claim(&mut tx, &url.schema, num, "s1").unwrap();
-        tx.commit().unwrap();
+        c.batch_execute("BEGIN").unwrap();
+        claim(&mut c, &url.schema, num, "s1").unwrap();
+        c.batch_execute("COMMIT").unwrap();
         assert_eq!(interrupted(&mut c, &url.schema).unwrap(), Vec::<i64>::new());
         release(&mut c, &url.schema, num).unwrap();
         let free: Option<i64> = c
@@ -207,7 +201,7 @@ mod tests {
         };
         let url = test_server::with_schema(&base, "lease_heartbeat");
         let parsed = PgUrl::parse(&url).unwrap();
-        let mut c = parsed.config.connect(postgres::NoTls).unwrap();
+        let mut c = PgClient::connect(&parsed.config, tokio_postgres::NoTls).unwrap();
         c.batch_execute(&format!(
             "DROP SCHEMA IF EXISTS {} CASCADE",
             parsed.quoted_schema()
@@ -221,7 +215,7 @@ mod tests {
             .append(serde_json::json!({"role": "user", "content": "hi"}), None)
             .unwrap();
         let s = parsed.quoted_schema();
-        let beat = |c: &mut postgres::Client| -> i64 {
+        let beat = |c: &mut PgClient| -> i64 {
             c.query_one(&format!("SELECT heartbeat_ms FROM {s}.sessions"), &[])
                 .unwrap()
                 .get(0)
@@ -264,9 +258,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(interrupted(&mut c, &url.schema).unwrap(), vec![num]);
-        let mut tx = c.transaction().unwrap();
-        claim(&mut tx, &url.schema, num, "s1").unwrap();
-        tx.commit().unwrap();
+        c.batch_execute("BEGIN").unwrap();
+        claim(&mut c, &url.schema, num, "s1").unwrap();
+        c.batch_execute("COMMIT").unwrap();
     }
 
     #[test]
@@ -276,8 +270,8 @@ mod tests {
         };
         // This process claims in one transaction and holds it open; a claim through a second
         // connection waits on the row lock (it is the same process, so it then succeeds).
-        let mut tx = c.transaction().unwrap();
-        claim(&mut tx, &url.schema, num, "s1").unwrap();
+        c.batch_execute("BEGIN").unwrap();
+        claim(&mut c, &url.schema, num, "s1").unwrap();
         let url2 = PgUrl::parse(&test_server::with_schema(
             &test_server::url().unwrap(),
             "lease_race",
@@ -288,13 +282,13 @@ mod tests {
             ..Default::default()
         };
         let mut other = connect(&url2, &options).unwrap();
-        let mut tx2 = other.transaction().unwrap();
-        let e = claim(&mut tx2, &url.schema, num, "s1").err().unwrap();
+        other.batch_execute("BEGIN").unwrap();
+        let e = claim(&mut other, &url.schema, num, "s1").err().unwrap();
         assert_eq!(e.code(), "STORE_BUSY", "{}", e.message());
-        drop(tx2);
-        tx.commit().unwrap();
-        let mut tx2 = other.transaction().unwrap();
-        claim(&mut tx2, &url.schema, num, "s1").unwrap();
-        tx2.commit().unwrap();
+        other.batch_execute("ROLLBACK").unwrap();
+        c.batch_execute("COMMIT").unwrap();
+        other.batch_execute("BEGIN").unwrap();
+        claim(&mut other, &url.schema, num, "s1").unwrap();
+        other.batch_execute("COMMIT").unwrap();
     }
 }

@@ -3,15 +3,17 @@
 //! Records keep the SQLite layout (ids `num << SEQ_BITS | seq`, the same checksummed columns),
 //! so a session moves between engines as the same rows.
 
+pub(crate) mod client;
 pub(crate) mod error;
 pub(crate) mod lease;
 pub(crate) mod schema;
+pub(crate) mod tails;
 pub(crate) mod tls;
 pub(crate) mod url;
 
 use std::time::Duration;
 
-use postgres::Client;
+use self::client::PgClient;
 
 use crate::error::Result;
 use crate::model::options::StoreOptions;
@@ -26,14 +28,14 @@ pub(crate) fn is_url(path: &str) -> bool {
 /// Connects to the server `url` names, with its schema created or brought up to date (a
 /// readonly store only checks it). Waits on the server are bounded by `busyTimeoutMs`: the
 /// connection (unless the URL sets `connect_timeout`), and each statement and lock wait.
-pub(crate) fn connect(url: &PgUrl, options: &StoreOptions) -> Result<Client> {
+pub(crate) fn connect(url: &PgUrl, options: &StoreOptions) -> Result<PgClient> {
     let mut config = url.config.clone();
     let timeout = Duration::from_millis(u64::from(options.busy_timeout_ms.max(1)));
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(timeout);
     }
     config.application_name("threadline");
-    let mut client = url.tls.connect(&config).map_err(error::mapped)?;
+    let mut client = url.tls.connect(&config)?;
     let ms = options.busy_timeout_ms.max(1);
     client
         .batch_execute(&format!(
@@ -53,12 +55,13 @@ pub(crate) fn connect(url: &PgUrl, options: &StoreOptions) -> Result<Client> {
 /// Opens the store a `postgres://` URL names: its connection, as the storage layer uses it.
 pub(crate) fn open(text: &str, options: &StoreOptions) -> Result<crate::storage::db::Db> {
     let url = PgUrl::parse(text)?;
-    let client = connect(&url, options)?;
+    let mut client = connect(&url, options)?;
+    let store = schema::store_id(&mut client)?;
     let schema = url.schema.clone();
     let options = options.clone();
     let reconnect = Box::new(move || connect(&url, &options));
     Ok(crate::storage::db::Db::Postgres(Box::new(
-        crate::storage::db::Pg::new(client, schema, reconnect),
+        crate::storage::db::Pg::new(client, schema, store, reconnect),
     )))
 }
 

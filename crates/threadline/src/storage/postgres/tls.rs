@@ -14,8 +14,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use postgres::config::SslMode;
-use postgres::{Client, Config, NoTls};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::{Config, NoTls};
+
+use super::client::PgClient;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::WebPkiSupportedAlgorithms;
@@ -232,10 +234,10 @@ fn client_config(
 
 impl Tls {
     /// Opens a connection as `config` says, over TLS when this asks for it.
-    pub fn connect(&self, config: &Config) -> Result<Client, postgres::Error> {
+    pub fn connect(&self, config: &Config) -> crate::error::Result<PgClient> {
         match self {
-            Tls::Off => config.connect(NoTls),
-            Tls::On(c) => config.connect(MakeRustlsConnect::new(ClientConfig::clone(c))),
+            Tls::Off => PgClient::connect(config, NoTls),
+            Tls::On(c) => PgClient::connect(config, MakeRustlsConnect::new(ClientConfig::clone(c))),
         }
     }
 }

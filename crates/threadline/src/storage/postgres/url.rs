@@ -1,5 +1,5 @@
-//! `postgres://user:password@host:port/db?schema=name&...`: the libpq-style URL the `postgres`
-//! crate reads, plus `schema`, which names the schema Threadline keeps its tables in (default
+//! `postgres://user:password@host:port/db?schema=name&...`: the libpq-style URL `tokio-postgres`
+//! reads, plus `schema`, which names the schema Threadline keeps its tables in (default
 //! `threadline`), so several stores can share one database.
 
 use std::str::FromStr;
@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 
 #[derive(Clone)]
 pub(crate) struct PgUrl {
-    pub config: postgres::Config,
+    pub config: tokio_postgres::Config,
     pub schema: String,
     pub tls: Tls,
 }
@@ -43,7 +43,7 @@ impl PgUrl {
         }
         let schema = schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
         check_schema(&schema).map_err(|why| bad(format!("schema '{schema}': {why}")))?;
-        let mut config = postgres::Config::from_str(url.as_str())
+        let mut config = tokio_postgres::Config::from_str(url.as_str())
             .map_err(|e| bad(format!("not a valid PostgreSQL URL: {e}")))?;
         let tls = super::tls::configure(&tls, &mut config).map_err(bad)?;
         Ok(PgUrl {
@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn tls_parameters_are_taken_out_of_the_url_and_set_the_mode() {
-        use postgres::config::SslMode;
+        use tokio_postgres::config::SslMode;
         let u = PgUrl::parse("postgres://h/db?sslmode=require&schema=s&connect_timeout=2").unwrap();
         assert!(matches!(u.tls, Tls::On(_)));
         assert_eq!(u.config.get_ssl_mode(), SslMode::Require);
