@@ -10,10 +10,12 @@
 //              same rows + JSON.parse
 //   writers    aggregate appends per second with 1, 4 and 8 writer processes, each on a session
 //              of its own, for a fixed time (bench/postgres-writer.js)
+//   growth     one session of 4,000 appends: the median append of the last 500 against the
+//              first 500, Threadline's and the bare client's (interleaved)
 //   resume     PostgreSQL: open + buildContext of a 100k-record session compacted to 2k, against
 //              the 2k session alone (the sessions of bench/resume.js, built on the server)
 //
-//   node --expose-gc bench/postgres.js [append,restore,writers,resume]
+//   node --expose-gc bench/postgres.js [append,restore,writers,growth,resume]
 //
 // Uses THREADLINE_TEST_POSTGRES if set, else starts a throwaway server (scripts/postgres.js).
 // BENCH_QUICK=1: a small smoke run. Writes bench/results-postgres.json (BENCH_RESULTS=file).
@@ -31,8 +33,8 @@ const { generate } = require('./workload.js')
 
 const QUICK = !!process.env.BENCH_QUICK
 const CFG = QUICK
-  ? { appends: 300, appendRuns: 2, restoreRecords: 1000, restoreRuns: 3, writerSeconds: 1, copies: 100, resumeRounds: 2 }
-  : { appends: 2000, appendRuns: 3, restoreRecords: 10000, restoreRuns: 7, writerSeconds: 4, copies: 2513, resumeRounds: 5 }
+  ? { appends: 300, appendRuns: 2, restoreRecords: 1000, restoreRuns: 3, writerSeconds: 1, copies: 100, resumeRounds: 2, growth: 600, growthWindow: 100 }
+  : { appends: 2000, appendRuns: 3, restoreRecords: 10000, restoreRuns: 7, writerSeconds: 4, copies: 2513, resumeRounds: 5, growth: 4000, growthWindow: 500 }
 
 const now = () => process.hrtime.bigint()
 const us = (a, b) => Number(b - a) / 1e3
@@ -136,6 +138,32 @@ async function appendSection(engine, messages) {
   }
   const tls = tlsRatios.length ? { tlsUs: median(medians.tls), tlsVsClear: median(tlsRatios) } : {}
   return { threadlineUs: median(medians.threadline), bareUs: median(medians.bare), ratio: median(ratios), ...tls, runs: CFG.appendRuns, appends: messages.length }
+}
+
+// Whether an append costs more as its session grows: one session of CFG.growth appends, the
+// bare client's interleaved; the median of the last window against the first, for each.
+async function growthSection(engine, messages) {
+  const store = Store.open(engine.location())
+  const session = store.createSession({ title: 'growth' })
+  const bare = await engine.bare()
+  const t = { threadline: [], bare: [] }
+  for (let i = 0; i < messages.length; i++) {
+    const order = i % 2 ? ['threadline', 'bare'] : ['bare', 'threadline']
+    for (const w of order) {
+      const t0 = now()
+      if (w === 'bare') await bare.append('growth', messages[i])
+      else session.append(messages[i])
+      t[w].push(us(t0, now()))
+    }
+  }
+  store.close()
+  await bare.close()
+  const k = CFG.growthWindow
+  const ends = (xs) => ({ firstUs: median(xs.slice(0, k)), lastUs: median(xs.slice(-k)) })
+  const out = { appends: messages.length, window: k, threadline: ends(t.threadline), bare: ends(t.bare) }
+  out.threadline.growth = out.threadline.lastUs / out.threadline.firstUs
+  out.bare.growth = out.bare.lastUs / out.bare.firstUs
+  return out
 }
 
 async function restoreSection(engine, messages) {
@@ -254,6 +282,10 @@ function format(r) {
     if (!x) continue
     lines.push(`| ${e} | ${x.append ? `${f(x.append.threadlineUs)} / ${f(x.append.bareUs)}` : '-'} | ${x.append ? `${f(x.append.ratio, 2)}x` : '-'} | ${x.restore ? `${f(x.restore.threadlineMs)} / ${f(x.restore.bareMs)}` : '-'} | ${x.restore ? `${f(x.restore.ratio, 2)}x` : '-'} | ${x.writers ? `${x.writers[1]} / ${x.writers[4]} / ${x.writers[8]}` : '-'} |`)
   }
+  for (const e of ['sqlite', 'postgres']) {
+    const g = r.engines[e]?.growth
+    if (g) lines.push('', `${e}, one session of ${g.appends} appends, median of the first and the last ${g.window}: Threadline ${f(g.threadline.firstUs)} -> ${f(g.threadline.lastUs)} µs (${f(g.threadline.growth, 2)}x), bare ${f(g.bare.firstUs)} -> ${f(g.bare.lastUs)} µs (${f(g.bare.growth, 2)}x)`)
+  }
   const tls = r.engines.postgres?.append
   if (tls?.tlsUs) {
     lines.push('', `PostgreSQL append over TLS (sslmode=require), interleaved with the above: ${f(tls.tlsUs)} µs, ${f(tls.tlsVsClear, 2)}x Threadline in the clear`)
@@ -265,7 +297,7 @@ function format(r) {
   return lines.join('\n')
 }
 
-async function run({ sections = ['append', 'restore', 'writers', 'resume'], log = console.error } = {}) {
+async function run({ sections = ['append', 'restore', 'writers', 'growth', 'resume'], log = console.error } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'threadline-bench-pg-'))
   try {
     return await withServer(async (pgBase) => {
@@ -276,6 +308,7 @@ async function run({ sections = ['append', 'restore', 'writers', 'resume'], log 
         if (sections.includes('append')) { log(`${engine.name}: append`); e.append = await appendSection(engine, messages.slice(0, CFG.appends)) }
         if (sections.includes('restore')) { log(`${engine.name}: restore`); e.restore = await restoreSection(engine, messages.slice(0, CFG.restoreRecords)) }
         if (sections.includes('writers')) { log(`${engine.name}: writers`); e.writers = await writersSection(engine) }
+        if (sections.includes('growth')) { log(`${engine.name}: growth`); e.growth = await growthSection(engine, generate(CFG.growth)) }
       }
       if (sections.includes('resume')) { log('postgres: resume'); results.resume = await resumeSection(pgBase, dir) }
       return results
