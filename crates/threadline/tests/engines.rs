@@ -417,3 +417,41 @@ fn handles_on_one_session_through_two_urls_append_in_turn_each_after_the_last() 
     let want: Vec<Value> = (0..30).map(|i| json!(format!("m{i}"))).collect();
     assert_eq!(texts, want);
 }
+
+/// A response recorded in several records (as Claude Code writes one per content block) counts
+/// its tokens once, even when another response's record comes between, and also after a resume.
+/// On PostgreSQL a session made by this process knows its response keys and looks none up: the
+/// counts must be the file's.
+#[test]
+fn a_response_split_around_another_counts_its_tokens_once_on_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let assistant = |id: &str, text: &str, input: u64, output: u64| {
+        json!({"role": "assistant", "id": id, "model": "claude-sonnet-4-5",
+               "content": [{"type": "text", "text": text}],
+               "usage": {"input_tokens": input, "output_tokens": output}})
+    };
+    let mut seen = Vec::new();
+    for (engine, url) in common::engines(dir.path(), "split_usage") {
+        let store = open(&url);
+        let s = store.create_session(SessionOptions::default()).unwrap();
+        let mut outputs = Vec::new();
+        for m in [
+            json!({"role": "user", "content": "go"}),
+            assistant("msg_a", "a1", 100, 10),
+            assistant("msg_b", "b1", 200, 20),
+            assistant("msg_a", "a2", 100, 10),
+        ] {
+            s.append(m, None).unwrap();
+            outputs.push(s.token_tracker().unwrap().cumulative_output_tokens);
+        }
+        // Resumed by another store: msg_b again, after msg_a.
+        let again = open(&url).open_session(s.id(), None).unwrap();
+        again
+            .append(assistant("msg_b", "b2", 200, 20), None)
+            .unwrap();
+        outputs.push(again.token_tracker().unwrap().cumulative_output_tokens);
+        assert_eq!(outputs, vec![0, 10, 30, 30, 30], "{engine}");
+        seen.push(outputs);
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]));
+}

@@ -244,6 +244,7 @@ impl Session {
         let mut w = Writer {
             session: self,
             conn,
+            keys_known: conn.keys_hold(self.num, tail.next_seq),
             tail: tail.clone(),
             now: Now::new(),
         };
@@ -334,6 +335,7 @@ impl Session {
         let mut w = Writer {
             session: self,
             conn: &tx,
+            keys_known: tx.keys_hold(self.num, tail.next_seq),
             tail: tail.clone(),
             now: Now::new(),
         };
@@ -387,6 +389,9 @@ pub struct Origin {
 pub(crate) struct Writer<'a> {
     session: &'a Session,
     pub conn: &'a Db,
+    /// whether every response key of the session's records is known here (PostgreSQL: a new
+    /// response then needs no lookup of an earlier record of it)
+    keys_known: bool,
     pub tail: Tail,
     pub now: Now,
 }
@@ -481,6 +486,7 @@ impl Writer<'_> {
         if let Some(f) = facts {
             let prior = match (&response_key, &tail.state.latest_key) {
                 (Some(k), Some(l)) if k == l => Some(tail.state.latest),
+                (Some(k), _) if self.keys_known && conn.key_unseen(this.num, k) => None,
                 (Some(k), _) => prior_usage(conn, k, this.num)?,
                 (None, _) => None,
             };
@@ -509,6 +515,9 @@ impl Writer<'_> {
         let state =
             serde_json::to_string(&tail.state).map_err(|e| Error::StoreIo(e.to_string()))?;
         let response_key = usage.and(response_key.as_deref());
+        if let Some(k) = response_key {
+            conn.note_key(this.num, k);
+        }
         records::insert(
             conn,
             &NewRecord {

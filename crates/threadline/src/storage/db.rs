@@ -459,6 +459,39 @@ impl Db {
         }
     }
 
+    /// Notes, inside the transaction that made session `num`, that this process made it: its
+    /// records and their response keys are all known here (PostgreSQL).
+    pub fn note_created(&self, num: i64) {
+        if let Db::Postgres(p) = self {
+            tails::created(p.store, num);
+            p.noted.borrow_mut().push(num);
+        }
+    }
+
+    /// At the start of a write, with session `num`'s tail as the server has it: whether every
+    /// response key of its records is known here (PostgreSQL; `postgres/tails.rs`).
+    pub fn keys_hold(&self, num: i64, next: u64) -> bool {
+        match self {
+            Db::Sqlite(_) => false,
+            Db::Postgres(p) => tails::keys_hold(p.store, num, next),
+        }
+    }
+
+    /// Whether no record of session `num` holds response key `key`, as far as is known here.
+    pub fn key_unseen(&self, num: i64, key: &str) -> bool {
+        match self {
+            Db::Sqlite(_) => false,
+            Db::Postgres(p) => tails::key_unseen(p.store, num, key),
+        }
+    }
+
+    /// Notes that a record of session `num` written in this transaction holds response key `key`.
+    pub fn note_key(&self, num: i64, key: &str) {
+        if let Db::Postgres(p) = self {
+            tails::note_key(p.store, num, key);
+        }
+    }
+
     /// Notes, inside a write's transaction, that session `num` now ends before seq `next`.
     pub fn note_tail(&self, num: i64, next: u64) {
         if let Db::Postgres(p) = self {

@@ -102,6 +102,7 @@ impl Store {
             )));
         }
         let num = sessions::insert(&conn, &id, &o, now)?;
+        conn.note_created(num);
         conn.commit()?;
         drop(guard);
         Session::attach(self.shared.clone(), num, id)

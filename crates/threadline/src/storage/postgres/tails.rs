@@ -1,44 +1,111 @@
-//! Where this process last left each session it wrote on a PostgreSQL store, so an append can
-//! skip asking the server for the session's tail: one round trip of the two an append makes.
+//! What this process knows of the PostgreSQL sessions it writes, so an append can skip asking the
+//! server: where each session ends (its tail), and for a session made by this process, every
+//! response key its records hold (an assistant message of a new response then needs no lookup of
+//! an earlier record of that response). Each saves a round trip.
 //!
 //! Safe because the session's lease keeps every other process from writing it (`lease.rs`) while
 //! this one holds it, and every write of this process that adds records notes here where it left
-//! the session (`write_order::touch_records`, in the write's transaction). A writer whose tail is
-//! the one noted therefore has the tail the server has. A note made by a transaction that did
-//! not commit is taken back; were one ever wrong, the append's INSERT would collide with the
-//! record already there, fail with nothing written, and the next append asks the server.
+//! the session (`write_order::touch_records`, in the write's transaction) and the keys it stored
+//! (`Writer::insert`). A writer whose tail is the one noted has the tail the server has; a tail
+//! found otherwise (another process wrote since) makes the keys unknown. A note made by a
+//! transaction that did not commit is taken back; were a tail ever wrong, the append's INSERT
+//! would collide with the record already there and fail with nothing written. A key noted by a
+//! write that did not commit only costs a lookup.
 //!
 //! Keyed by the store's random id (in its `meta` table), not its URL: two URLs can name one store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-static NEXT_SEQ: Mutex<Option<HashMap<(i64, i64), u64>>> = Mutex::new(None);
+/// Beyond this many keys a session's are no longer kept (memory); lookups are made instead.
+const MAX_KEYS: usize = 100_000;
 
-fn notes() -> MutexGuard<'static, Option<HashMap<(i64, i64), u64>>> {
-    NEXT_SEQ.lock().unwrap_or_else(|e| e.into_inner())
+#[derive(Default)]
+struct Known {
+    /// the seq after the session's last record
+    next: u64,
+    /// every response key of the session's records, when all are known
+    keys: Option<HashSet<String>>,
+}
+
+type Notes = HashMap<(i64, i64), Known>;
+
+static NOTES: Mutex<Option<Notes>> = Mutex::new(None);
+
+fn notes() -> MutexGuard<'static, Option<Notes>> {
+    NOTES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn with<T>(f: impl FnOnce(&mut Notes) -> T) -> T {
+    f(notes().get_or_insert_with(HashMap::new))
+}
+
+/// Session `num` of store `store` was just made by this process: no records, no keys.
+pub(crate) fn created(store: i64, num: i64) {
+    with(|m| {
+        m.insert(
+            (store, num),
+            Known {
+                next: 0,
+                keys: Some(HashSet::new()),
+            },
+        )
+    });
 }
 
 /// Notes that session `num` of store `store` now ends before seq `next`.
 pub(crate) fn note(store: i64, num: i64, next: u64) {
-    notes()
-        .get_or_insert_with(HashMap::new)
-        .insert((store, num), next);
+    with(|m| m.entry((store, num)).or_default().next = next);
 }
 
 /// Takes back what was noted of session `num` (its write did not commit).
 pub(crate) fn forget(store: i64, num: i64) {
-    if let Some(m) = notes().as_mut() {
-        m.remove(&(store, num));
-    }
+    with(|m| m.remove(&(store, num)));
 }
 
 /// Whether session `num` ends before seq `next` as this process last wrote it.
 pub(crate) fn is(store: i64, num: i64, next: u64) -> bool {
-    notes()
-        .as_ref()
-        .and_then(|m| m.get(&(store, num)))
-        .is_some_and(|&n| n == next)
+    with(|m| m.get(&(store, num)).is_some_and(|k| k.next == next))
+}
+
+/// At the start of a write, with the session's tail as the server has it: whether the session's
+/// keys are all known. A tail other than the one noted means another process wrote: its keys
+/// are not known any more.
+pub(crate) fn keys_hold(store: i64, num: i64, next: u64) -> bool {
+    with(|m| match m.get_mut(&(store, num)) {
+        Some(k) if k.next == next => k.keys.is_some(),
+        Some(k) => {
+            k.keys = None;
+            false
+        }
+        None => false,
+    })
+}
+
+/// Whether no record of session `num` holds response key `key`, as far as is known (false when
+/// the keys are not known).
+pub(crate) fn key_unseen(store: i64, num: i64, key: &str) -> bool {
+    with(|m| {
+        m.get(&(store, num))
+            .and_then(|k| k.keys.as_ref())
+            .is_some_and(|keys| !keys.contains(key))
+    })
+}
+
+/// Notes that a record of session `num` holds response key `key`.
+pub(crate) fn note_key(store: i64, num: i64, key: &str) {
+    with(|m| {
+        let Some(k) = m.get_mut(&(store, num)) else {
+            return;
+        };
+        if let Some(keys) = k.keys.as_mut() {
+            if keys.len() >= MAX_KEYS {
+                k.keys = None;
+            } else {
+                keys.insert(key.to_string());
+            }
+        }
+    });
 }
 
 #[cfg(test)]
@@ -54,5 +121,26 @@ mod tests {
         assert!(!is(-7, 2, 5));
         forget(-7, 1);
         assert!(!is(-7, 1, 5));
+    }
+
+    #[test]
+    fn keys_are_known_for_a_session_made_here_until_another_process_writes_it() {
+        created(-9, 1);
+        assert!(keys_hold(-9, 1, 0));
+        assert!(key_unseen(-9, 1, "msg_a"));
+        note_key(-9, 1, "msg_a");
+        note(-9, 1, 1);
+        assert!(keys_hold(-9, 1, 1));
+        assert!(!key_unseen(-9, 1, "msg_a"));
+        assert!(key_unseen(-9, 1, "msg_b"));
+        // The server's tail is further on: someone else wrote. The keys are unknown from then on.
+        assert!(!keys_hold(-9, 1, 3));
+        assert!(!key_unseen(-9, 1, "msg_b"));
+        note(-9, 1, 4);
+        assert!(!keys_hold(-9, 1, 4));
+        // A session not made here: its keys were never known.
+        note(-9, 2, 10);
+        assert!(!keys_hold(-9, 2, 10));
+        assert!(!key_unseen(-9, 2, "msg_a"));
     }
 }
