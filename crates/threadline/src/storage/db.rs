@@ -127,11 +127,12 @@ impl Pg {
             return Ok(());
         }
         let commit = sql == "COMMIT";
-        let only_begin = !self.begun.get() && self.held.borrow().len() <= 1;
-        if !commit || only_begin {
+        let nothing_sent = !self.begun.get();
+        // A ROLLBACK drops what is held; so does a COMMIT of a transaction that wrote nothing.
+        if !commit || (nothing_sent && self.held.borrow().len() <= 1) {
             self.held.borrow_mut().clear();
         }
-        let done = if only_begin || (!commit && !self.begun.get()) {
+        let done = if nothing_sent && self.held.borrow().is_empty() {
             Ok(())
         } else {
             self.send(sql, &[]).map(|_| ())
