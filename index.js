@@ -500,7 +500,10 @@ function call(on, method, args, how = {}) {
  * @returns {Call}
  */
 function sessionCall(session, op, method, args, post) {
-  return call(session[kNative], method, args, { op, tel: session[kTelemetry], sid: session[kNative].id, post })
+  const tel = session[kTelemetry]
+  // The id (a native getter, a new string each time) only when telemetry will report it.
+  const sid = tel && tel.on ? session[kNative].id : undefined
+  return call(session[kNative], method, args, { op, tel, sid, post })
 }
 
 /** @param {Call} c */

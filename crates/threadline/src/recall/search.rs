@@ -81,7 +81,7 @@ impl Store {
         if writable {
             index::catch_up(&conn)?;
         }
-        let Db::Sqlite(lite) = &*conn else {
+        let Db::Sqlite(lite, ..) = &*conn else {
             let rows = plan.rows_pg(&conn, &query)?;
             return self.page(&conn, rows, &plan, &query);
         };

@@ -5,6 +5,7 @@
 pub(crate) mod branch;
 pub(crate) mod compaction_point;
 pub(crate) mod readahead;
+pub(crate) mod replay;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -113,7 +114,7 @@ impl Session {
     ) -> Result<Map<String, Value>> {
         let run = || {
             let draft = Draft::from_input(input, envelope)?;
-            let mut out = self.write(vec![draft])?;
+            let mut out = self.append_records(vec![draft])?;
             Ok(out.pop().unwrap_or_default())
         };
         run().map_err(|e: Error| e.during("append"))
@@ -127,7 +128,7 @@ impl Session {
                 .enumerate()
                 .map(|(i, v)| Draft::from_input(v, None).map_err(|e| prefix_index(e, i)))
                 .collect::<Result<Vec<_>>>()?;
-            self.write(drafts)
+            self.append_records(drafts)
         };
         run().map_err(|e| e.during("appendMany"))
     }
@@ -152,7 +153,7 @@ impl Session {
             if let Some(d) = data {
                 env.insert("data".into(), d);
             }
-            let mut out = self.write(vec![Draft::from_envelope(env)?])?;
+            let mut out = self.append_records(vec![Draft::from_envelope(env)?])?;
             Ok(out.pop().unwrap_or_default())
         };
         run().map_err(|e| e.during("appendEvent"))
@@ -203,17 +204,55 @@ impl Session {
     }
 
     pub(crate) fn write(&self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
-        let many = drafts.len() > 1;
-        self.transact(|w| {
-            let mut out = Vec::with_capacity(drafts.len());
-            for (i, d) in drafts.into_iter().enumerate() {
-                let env = w
-                    .insert(d)
-                    .map_err(|e| if many { prefix_index(e, i) } else { e })?;
-                out.push(env);
+        self.transact(|w| w.insert_all(drafts))
+    }
+
+    /// Appends: on SQLite written in the open batch and acknowledged by the append log
+    /// (storage/batch.rs), else each in a transaction of its own.
+    fn append_records(&self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
+        self.shared.writable()?;
+        let conn = self.conn()?;
+        replay::before_write(&self.shared, &conn, self.num)?;
+        // A write that claims the session commits on its own: the claim is in SQLite, not only
+        // in this process's log, so if this process dies the session shows as interrupted.
+        if self.shared.claim_due(self.num) || !conn.join_batch()? {
+            drop(conn);
+            return self.write(drafts);
+        }
+        let before = conn.total_changes();
+        let staged = self
+            .stage(&conn, |w| {
+                w.frame = Some(replay::Frame::new(self.num, &self.id));
+                let out = w.insert_all(drafts)?;
+                Ok((out, w.frame.take()))
+            })
+            .and_then(|((out, frame), next, hb)| {
+                let frame = frame.map(replay::Frame::finish).unwrap_or_default();
+                conn.log_append(&frame, &[(self.num, next.next_seq)])?;
+                Ok((out, next, hb))
+            });
+        match staged {
+            Ok((out, next, heartbeat)) => {
+                self.committed(next, heartbeat);
+                // Acknowledged now: if the commit fails, what the batch held is owed to SQLite by
+                // the log, and replayed at once (else before the next write).
+                if conn.commit_batch_if_due().is_err() {
+                    self.shared.forget_claims();
+                    let _ = replay::pay_owed(&self.shared, &conn);
+                }
+                Ok(out)
             }
-            Ok(out)
-        })
+            Err(e) => {
+                // Failed halfway through its writes: the batch is rolled back, and what it held
+                // before this append is replayed from the log.
+                if conn.total_changes() != before {
+                    conn.abandon_batch();
+                    self.shared.forget_claims();
+                    let _ = replay::pay_owed(&self.shared, &conn);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Runs `f` in one write transaction on the session's synced tail; the tail moves only if it
@@ -221,6 +260,7 @@ impl Session {
     pub(crate) fn transact<T>(&self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
         self.shared.writable()?;
         let conn = self.conn()?;
+        replay::before_write(&self.shared, &conn, self.num)?;
         let tx = Txn::immediate(&conn)?;
         let (out, next, heartbeat) = self.stage(&tx, f)?;
         tx.commit()?;
@@ -247,6 +287,7 @@ impl Session {
             keys_known: conn.keys_hold(self.num, tail.next_seq),
             tail: tail.clone(),
             now: Now::new(),
+            frame: None,
         };
         let out = f(&mut w)?;
         if w.tail.next_seq != tail.next_seq {
@@ -338,6 +379,7 @@ impl Session {
             keys_known: tx.keys_hold(self.num, tail.next_seq),
             tail: tail.clone(),
             now: Now::new(),
+            frame: None,
         };
         for (index, d) in drafts {
             match w.insert_or_rewind(d) {
@@ -394,6 +436,8 @@ pub(crate) struct Writer<'a> {
     keys_known: bool,
     pub tail: Tail,
     pub now: Now,
+    /// the append log frame of what this writer stores, when it is logged (`replay.rs`)
+    pub(crate) frame: Option<replay::Frame>,
 }
 
 impl Writer<'_> {
@@ -403,6 +447,19 @@ impl Writer<'_> {
 
     pub fn session_id(&self) -> &str {
         &self.session.id
+    }
+
+    /// Inserts `drafts` in order (an error names the index of the failing one when several).
+    pub fn insert_all(&mut self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
+        let many = drafts.len() > 1;
+        let mut out = Vec::with_capacity(drafts.len());
+        for (i, d) in drafts.into_iter().enumerate() {
+            let env = self
+                .insert(d)
+                .map_err(|e| if many { prefix_index(e, i) } else { e })?;
+            out.push(env);
+        }
+        Ok(out)
     }
 
     /// A restored or imported record: a `rewind` record (one a store exported, or one an importer
@@ -538,6 +595,9 @@ impl Writer<'_> {
             },
         )?;
         blob::put(conn, id, &enc.blobs)?;
+        if let Some(f) = &mut self.frame {
+            f.push(&enc);
+        }
         if let Some(f) = facts.filter(|f| !f.calls.is_empty() || !f.results.is_empty()) {
             let denied = d.env.get("toolUseResult").and_then(Value::as_str)
                 == Some("User rejected tool use");
@@ -790,7 +850,7 @@ pub(crate) struct Now {
 }
 
 impl Now {
-    fn new() -> Now {
+    pub(crate) fn new() -> Now {
         Now {
             iso: clock::now_iso(),
             ms: clock::now_ms(),

@@ -389,6 +389,8 @@ unsafe extern "C" fn wait_busy(ctx: *mut c_void, count: c_int) -> c_int {
     if waited >= timeout {
         return 0;
     }
+    // A writer kept waiting has the holder commit its batch of appends (batch.rs).
+    crate::storage::batch::waiting(count);
     let step = match count {
         0 => 20,
         1 => 50,

@@ -13,13 +13,15 @@ use tokio_postgres as postgres;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 
 use crate::error::{Error, Result};
+use crate::storage::batch::{Batch, Control};
 use crate::storage::postgres::client::PgClient;
 use crate::storage::postgres::error::mapped;
 use crate::storage::postgres::tails;
 
 /// A store's connection: the SQLite file's, or a PostgreSQL client.
 pub(crate) enum Db {
-    Sqlite(Connection),
+    /// The file's connection, and its batch of appends (`batch.rs`).
+    Sqlite(Connection, Box<Batch>),
     Postgres(Box<Pg>),
 }
 
@@ -420,7 +422,7 @@ impl Db {
     /// differently.
     pub fn pick(&self, sqlite: &'static str, postgres: &'static str) -> &'static str {
         match self {
-            Db::Sqlite(_) => sqlite,
+            Db::Sqlite(..) => sqlite,
             Db::Postgres(_) => postgres,
         }
     }
@@ -428,16 +430,115 @@ impl Db {
     /// Whether a transaction is open on this connection.
     pub fn in_transaction(&self) -> bool {
         match self {
-            Db::Sqlite(c) => !c.is_autocommit(),
+            Db::Sqlite(c, ..) => !c.is_autocommit(),
             Db::Postgres(p) => p.in_txn.get(),
         }
     }
 
-    /// Runs a statement that begins (`open`) or ends a transaction.
+    /// Runs a statement that begins (`open`) or ends a transaction. A transaction begins after
+    /// the open batch of appends, if any, is committed.
     pub(crate) fn transaction_control(&self, sql: &'static str, open: bool) -> Result<()> {
         match self {
-            Db::Sqlite(_) => self.execute(sql, &[]).map(|_| ()),
+            Db::Sqlite(c, batch) if open => {
+                batch.commit(c)?;
+                batch.holding_hand(|| c.run(sql))
+            }
+            Db::Sqlite(c, _) => c.run(sql),
             Db::Postgres(p) => p.control(sql, open),
+        }
+    }
+
+    /// Starts or joins the batch of appends (`batch.rs`): true if the append is to be written
+    /// in it, false if it is to commit on its own transaction.
+    pub fn join_batch(&self) -> Result<bool> {
+        match self {
+            Db::Sqlite(c, batch) => batch.join(c),
+            Db::Postgres(_) => Ok(false),
+        }
+    }
+
+    /// Acknowledges an append of the batch: its frame is written to the append log. `written`
+    /// are the sessions it wrote, with the seq after their last record.
+    pub fn log_append(&self, payload: &[u8], written: &[(i64, u64)]) -> Result<()> {
+        match self {
+            Db::Sqlite(_, batch) => batch.log(payload, written),
+            Db::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// Commits the batch if it is full or old enough.
+    pub fn commit_batch_if_due(&self) -> Result<()> {
+        match self {
+            Db::Sqlite(c, batch) => batch.commit_if_due(c),
+            Db::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// Commits the batch if it began `age` ago or earlier.
+    pub fn commit_batch_if_older(&self, age: std::time::Duration) -> Result<()> {
+        match self {
+            Db::Sqlite(c, batch) if batch.older_than(age) => batch.commit(c),
+            _ => Ok(()),
+        }
+    }
+
+    /// Commits the open batch, if any.
+    pub fn commit_batch(&self) -> Result<()> {
+        match self {
+            Db::Sqlite(c, batch) => batch.commit(c),
+            Db::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// Before a read that is to see every acknowledged append (`Batch::see_writers`): at most
+    /// `busy_timeout_ms`, and 50 ms, is waited for other processes' batches.
+    pub fn see_writers(&self, busy_timeout_ms: u32) {
+        if let Db::Sqlite(c, batch) = self {
+            let ms = u64::from(busy_timeout_ms.min(50));
+            batch.see_writers(c, std::time::Duration::from_millis(ms));
+        }
+    }
+
+    /// Closes the append log after its batch was committed (the process exits).
+    pub fn close_log(&self) {
+        if let Db::Sqlite(_, batch) = self {
+            batch.close_log();
+        }
+    }
+
+    pub fn batch_open(&self) -> bool {
+        matches!(self, Db::Sqlite(_, batch) if batch.is_open())
+    }
+
+    /// Drops the open batch after an append failed halfway through its writes.
+    pub fn abandon_batch(&self) {
+        if let Db::Sqlite(c, batch) = self {
+            batch.abandon(c);
+        }
+    }
+
+    /// The frames of acknowledged appends that a failed commit left out of SQLite.
+    pub fn owed_appends(&self) -> Result<Option<Vec<Vec<u8>>>> {
+        match self {
+            Db::Sqlite(_, batch) => batch.owed(),
+            Db::Postgres(_) => Ok(None),
+        }
+    }
+
+    /// The owed appends are committed: the append log starts over.
+    pub fn owed_paid(&self) -> Result<()> {
+        match self {
+            Db::Sqlite(_, batch) => batch.emptied(),
+            Db::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// How many rows this connection has changed so far (SQLite): whether a failed write
+    /// changed anything.
+    pub fn total_changes(&self) -> u64 {
+        match self {
+            Db::Sqlite(c, _) => c.total_changes(),
+            Db::Postgres(_) => 0,
         }
     }
 
@@ -446,7 +547,7 @@ impl Db {
     /// several, and a failure fails that statement or the COMMIT.
     pub fn execute_later(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<()> {
         match self {
-            Db::Sqlite(_) => self.execute(sql, params).map(|_| ()),
+            Db::Sqlite(..) => self.execute(sql, params).map(|_| ()),
             Db::Postgres(p) => p.execute_later(sql, params),
         }
     }
@@ -455,7 +556,7 @@ impl Db {
     /// `postgres/tails.rs`): then a write need not ask the server.
     pub fn tail_known(&self, num: i64, next: u64) -> bool {
         match self {
-            Db::Sqlite(_) => false,
+            Db::Sqlite(_, batch) => batch.tail_known(num, next),
             Db::Postgres(p) => tails::is(p.store, num, next),
         }
     }
@@ -473,7 +574,7 @@ impl Db {
     /// response key of its records is known here (PostgreSQL; `postgres/tails.rs`).
     pub fn keys_hold(&self, num: i64, next: u64) -> bool {
         match self {
-            Db::Sqlite(_) => false,
+            Db::Sqlite(..) => false,
             Db::Postgres(p) => tails::keys_hold(p.store, num, next),
         }
     }
@@ -481,7 +582,7 @@ impl Db {
     /// Whether no record of session `num` holds response key `key`, as far as is known here.
     pub fn key_unseen(&self, num: i64, key: &str) -> bool {
         match self {
-            Db::Sqlite(_) => false,
+            Db::Sqlite(..) => false,
             Db::Postgres(p) => tails::key_unseen(p.store, num, key),
         }
     }
@@ -504,7 +605,7 @@ impl Db {
     /// The SQLite connection, for what only the file has (pages, checkpoints, its FTS index).
     pub fn sqlite(&self) -> Result<&Connection> {
         match self {
-            Db::Sqlite(c) => Ok(c),
+            Db::Sqlite(c, ..) => Ok(c),
             Db::Postgres(_) => Err(Error::InvalidInput(
                 "this operation is not available on PostgreSQL stores yet".into(),
             )),
@@ -513,7 +614,7 @@ impl Db {
 
     pub fn execute(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<usize> {
         match self {
-            Db::Sqlite(c) => Ok(c.prepare_cached(sql)?.execute(sqlite_params(params))?),
+            Db::Sqlite(c, ..) => Ok(c.prepare_cached(sql)?.execute(sqlite_params(params))?),
             Db::Postgres(p) => p.execute(sql, params),
         }
     }
@@ -526,7 +627,7 @@ impl Db {
         f: impl FnOnce(&Row<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
         match self {
-            Db::Sqlite(c) => {
+            Db::Sqlite(c, ..) => {
                 let mut stmt = c.prepare_cached(sql)?;
                 let mut rows = stmt.query(sqlite_params(params))?;
                 match rows.next()? {
@@ -549,7 +650,7 @@ impl Db {
         mut f: impl FnMut(&Row<'_>) -> Result<bool>,
     ) -> Result<()> {
         match self {
-            Db::Sqlite(c) => {
+            Db::Sqlite(c, ..) => {
                 let mut stmt = c.prepare_cached(sql)?;
                 let mut rows = stmt.query(sqlite_params(params))?;
                 while let Some(r) = rows.next()? {
@@ -639,6 +740,17 @@ impl ToSql for PgArg<'_> {
     }
 
     to_sql_checked!();
+}
+
+impl Control for Connection {
+    fn run(&self, sql: &'static str) -> Result<()> {
+        self.prepare_cached(sql)?.execute([])?;
+        Ok(())
+    }
+
+    fn in_transaction(&self) -> bool {
+        !self.is_autocommit()
+    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,38 @@ impl Encoded {
     pub fn has_blobs(&self) -> bool {
         !self.blobs.is_empty()
     }
+
+    /// Appends the whole envelope as JSON text to `out`: the message in its place, each long
+    /// string in place of its mark.
+    pub fn write_text(&self, out: &mut Vec<u8>) {
+        let (head, tail) = match self.body.iter().position(|&b| b == MESSAGE_MARK) {
+            Some(at) => (&self.body[..at], &self.body[at + 1..]),
+            None => (&self.body[..], &[][..]),
+        };
+        self.splice(out, head);
+        if let Some(m) = &self.message {
+            self.splice(out, m);
+        }
+        self.splice(out, tail);
+    }
+
+    fn splice(&self, out: &mut Vec<u8>, mut text: &[u8]) {
+        if self.blobs.is_empty() {
+            out.extend_from_slice(text);
+            return;
+        }
+        // Marks are `0x01 <64 hex> 0x01`; the encoder escapes every control byte in the text.
+        while let Some(at) = text.iter().position(|&b| b == BLOB_MARK) {
+            out.extend_from_slice(&text[..at]);
+            let hash = text.get(at + 1..at + 65).unwrap_or_default();
+            match self.blobs.iter().find(|b| b.hash.as_bytes() == hash) {
+                Some(b) => out.extend_from_slice(&b.literal),
+                None => out.extend_from_slice(&text[at..(at + 66).min(text.len())]),
+            }
+            text = text.get(at + 66..).unwrap_or_default();
+        }
+        out.extend_from_slice(text);
+    }
 }
 
 struct Encoder<'a> {
@@ -307,6 +339,26 @@ mod tests {
             assert!(out.is_ascii() && !out.iter().any(|&b| b < 0x20));
             let back: String = serde_json::from_slice(&out).unwrap();
             assert_eq!(back, s);
+        }
+    }
+
+    #[test]
+    fn the_text_of_an_encoded_envelope_is_the_envelope() {
+        let long = "é".repeat(40);
+        let env = serde_json::json!({
+            "type": "user", "uuid": "u",
+            "message": {"role": "user", "content": [{"type": "text", "text": long}, {"type": "text", "text": long}]},
+            "after": [long, 1.50]
+        });
+        let env = env.as_object().unwrap();
+        for threshold in [16, 1 << 20] {
+            let enc = encode_envelope(env, threshold, false).unwrap();
+            assert_eq!(enc.has_blobs(), threshold == 16);
+            let mut text = Vec::new();
+            enc.write_text(&mut text);
+            assert!(text.is_ascii());
+            let back: Value = serde_json::from_slice(&text).unwrap();
+            assert_eq!(&back, &Value::Object(env.clone()));
         }
     }
 

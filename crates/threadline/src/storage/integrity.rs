@@ -84,7 +84,7 @@ impl<'c> Checker<'c> {
     /// SQLite's check of the file's structure: pages, B-trees, (unless quick) indexes.
     /// On PostgreSQL, nothing: the server keeps its own pages (its data checksums, `amcheck`).
     pub(crate) fn file(&mut self, quick: bool) {
-        let Db::Sqlite(conn) = self.db else {
+        let Db::Sqlite(conn, ..) = self.db else {
             return;
         };
         let pragma = if quick {

@@ -2,6 +2,8 @@
 //! write order, checksums, the search index) and the SQL that reads and writes it. Layers above
 //! use these functions and never write SQL of their own.
 
+pub(crate) mod append_log;
+pub(crate) mod batch;
 pub(crate) mod blob;
 pub(crate) mod checkpoint;
 pub(crate) mod checksum;

@@ -13,6 +13,8 @@ use rusqlite::Connection;
 
 use crate::error::Result;
 use crate::model::options::{Durability, StoreOptions};
+use crate::storage::append_log::AppendLog;
+use crate::storage::batch::{self, Batch, MAX_AGE};
 use crate::storage::checkpoint::Checkpointer;
 use crate::storage::db::Db;
 
@@ -70,17 +72,31 @@ pub(crate) fn open(
             }
         }
     }
+    // Another store of this process on the file, opened with other settings, may hold a batch:
+    // this one is to see what was acknowledged.
+    commit_batches();
     let (conn, checkpointer) = make()?;
+    // Batches need a log beside the file; without one (a directory that cannot be written),
+    // each append commits on its own.
+    let log =
+        (!options.readonly && options.durability == Durability::Process && file != ":memory:")
+            .then(|| AppendLog::create(std::path::Path::new(file)).ok())
+            .flatten();
+    let batches = log.is_some();
+    let on_disk = (file != ":memory:").then(|| std::path::Path::new(file));
     // Known now that the file exists. Another thread may have opened it meanwhile: then this
     // one stays unshared.
     let key = key_of(file, options);
     let mut table = table();
     let key = key.filter(|k| table.get(k).is_none_or(|e| e.file.strong_count() == 0));
     let open = Arc::new(OpenFile {
-        conn: Mutex::new(Db::Sqlite(conn)),
+        conn: Mutex::new(Db::Sqlite(conn, Box::new(Batch::new(on_disk, log)))),
         checkpointer,
         key: key.clone(),
     });
+    if batches {
+        register_batching(&open);
+    }
     if let Some(key) = key {
         let file = Arc::downgrade(&open);
         table.insert(key, Entry { file, handles: 1 });
@@ -108,13 +124,16 @@ impl OpenFile {
     /// Stops the checkpointer and closes the connection; an inert in-memory one takes its place,
     /// so the file is really closed now.
     fn shut(&self, conn: &mut Db) -> Result<()> {
-        if let (Some(c), Db::Sqlite(sqlite)) = (&self.checkpointer, &*conn) {
+        // What the open batch holds is committed; if that fails it stays in the log, replayed
+        // by the next process to open the store.
+        let _ = conn.commit_batch();
+        if let (Some(c), Db::Sqlite(sqlite, ..)) = (&self.checkpointer, &*conn) {
             c.stop();
             Checkpointer::unwatch(sqlite);
         }
-        let inert = Db::Sqlite(Connection::open_in_memory()?);
+        let inert = Db::Sqlite(Connection::open_in_memory()?, Box::default());
         match std::mem::replace(conn, inert) {
-            Db::Sqlite(c) => c.close().map_err(|(_, e)| e.into()),
+            Db::Sqlite(c, ..) => c.close().map_err(|(_, e)| e.into()),
             Db::Postgres(p) => (*p).close(),
         }
     }
@@ -150,4 +169,76 @@ fn key_of(file: &str, options: &StoreOptions) -> Option<Key> {
 #[cfg(not(unix))]
 fn key_of(_file: &str, _options: &StoreOptions) -> Option<Key> {
     None
+}
+
+/// The files whose connection batches appends, for the thread that commits a batch when no
+/// append comes to do it (started with the first), for a wait for the write lock, and for exit.
+fn batching() -> &'static Mutex<Vec<Weak<OpenFile>>> {
+    static FILES: OnceLock<Mutex<Vec<Weak<OpenFile>>>> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let _ = std::thread::Builder::new()
+            .name("threadline-batch".into())
+            .spawn(commit_when_old);
+        batch::on_wait_commit(commit_batches);
+        // SAFETY: `at_exit` is a plain function that only takes locks it can get without waiting.
+        #[cfg(unix)]
+        unsafe {
+            libc::atexit(at_exit);
+        }
+        Mutex::new(Vec::new())
+    })
+}
+
+fn register_batching(file: &Arc<OpenFile>) {
+    let mut files = batching().lock().unwrap_or_else(|e| e.into_inner());
+    files.retain(|f| f.strong_count() > 0);
+    files.push(Arc::downgrade(file));
+}
+
+fn batching_files() -> Vec<Arc<OpenFile>> {
+    let files = batching().lock().unwrap_or_else(|e| e.into_inner());
+    files.iter().filter_map(Weak::upgrade).collect()
+}
+
+/// The flusher thread: once a batch opened, commits every batch `MAX_AGE` old, until none is
+/// left open.
+fn commit_when_old() {
+    loop {
+        batch::wait_for_batch();
+        loop {
+            std::thread::sleep(MAX_AGE);
+            let mut open = false;
+            for f in batching_files() {
+                let conn = f.conn.lock().unwrap_or_else(|e| e.into_inner());
+                // A failed commit is owed, and replayed by the next write.
+                let _ = conn.commit_batch_if_older(MAX_AGE);
+                open |= conn.batch_open();
+            }
+            if !open {
+                break;
+            }
+        }
+    }
+}
+
+/// Commits every batch this process has open on a connection no other thread is using.
+pub(crate) fn commit_batches() {
+    for f in batching_files() {
+        if let Ok(conn) = f.conn.try_lock() {
+            let _ = conn.commit_batch();
+        }
+    }
+}
+
+/// At `exit`: every batch is committed and its log removed, so what was acknowledged is in
+/// SQLite for the next process, and nothing is left to replay.
+#[cfg(unix)]
+extern "C" fn at_exit() {
+    for f in batching_files() {
+        if let Ok(conn) = f.conn.try_lock() {
+            if conn.commit_batch().is_ok() {
+                conn.close_log();
+            }
+        }
+    }
 }

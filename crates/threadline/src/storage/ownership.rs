@@ -68,7 +68,7 @@ pub fn release(conn: &Db, num: i64) -> Result<()> {
 pub fn renew(conn: &Db, nums: &[i64]) -> Result<Vec<i64>> {
     match conn {
         Db::Postgres(pg) => lease::renew(&mut *pg.client()?, &pg.schema, nums),
-        Db::Sqlite(_) => Ok(Vec::new()),
+        Db::Sqlite(..) => Ok(Vec::new()),
     }
 }
 
@@ -113,7 +113,7 @@ pub fn interrupted(conn: &Db, now_ms: i64) -> Result<Vec<i64>> {
 /// every writer shares the machine's clock).
 fn server_now(conn: &Db) -> Result<Option<i64>> {
     match conn {
-        Db::Sqlite(_) => Ok(None),
+        Db::Sqlite(..) => Ok(None),
         Db::Postgres(_) => conn.query_row(
             "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint",
             &[],

@@ -63,7 +63,7 @@ fn add(db: &Db, id: i64, message: &Value) -> Result<()> {
         return Ok(());
     }
     let prepared: Vec<String> = texts.iter().map(|t| prepare(capped(t))).collect();
-    let Db::Sqlite(conn) = db else {
+    let Db::Sqlite(conn, ..) = db else {
         let v: Vec<String> = prepared.iter().map(|t| tsvector_of(t)).collect();
         db.execute(
             "INSERT INTO search(id, text, thinking, tool_input, tool_output)
@@ -83,7 +83,7 @@ fn add(db: &Db, id: i64, message: &Value) -> Result<()> {
 /// Removes the rows of session `num` (its records' ids are one range).
 pub(crate) fn delete_session(db: &Db, num: i64) -> Result<()> {
     let (lo, hi) = crate::storage::schema::range(num);
-    let Db::Sqlite(conn) = db else {
+    let Db::Sqlite(conn, ..) = db else {
         db.execute(
             "DELETE FROM search WHERE id BETWEEN ?1 AND ?2",
             &args![lo, hi],
@@ -143,7 +143,7 @@ pub(crate) fn pending(db: &Db) -> Result<bool> {
 pub(crate) fn catch_up(db: &Db) -> Result<()> {
     while pending(db)? {
         let tx = crate::storage::txn::Txn::immediate(db)?;
-        if let Db::Sqlite(conn) = &*tx {
+        if let Db::Sqlite(conn, ..) = &*tx {
             let exists = conn
                 .query_row(
                     "SELECT 1 FROM sqlite_master WHERE name = 'search'",

@@ -38,6 +38,13 @@ pub(crate) fn id_of(conn: &Db, num: i64) -> Result<String> {
     .ok_or_else(|| no_row(num))
 }
 
+/// The id of session `num`, None if it was deleted.
+pub(crate) fn id_if_any(conn: &Db, num: i64) -> Result<Option<String>> {
+    conn.query_row("SELECT id FROM sessions WHERE num = ?1", &args![num], |r| {
+        r.get(0)
+    })
+}
+
 /// The row number of session `id`.
 pub(crate) fn num_of(conn: &Db, id: &str) -> Result<Option<i64>> {
     conn.query_row("SELECT num FROM sessions WHERE id = ?1", &args![id], |r| {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::model::clock;
 use crate::model::options::StoreOptions;
+use crate::storage::batch;
 use crate::storage::db::Db;
 use crate::storage::open_file::{self, OpenFile};
 use crate::storage::ownership;
@@ -88,6 +89,11 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("the store is closed".into()));
         }
+        // Another connection of this process (a store on the same file opened with other
+        // settings) may hold appends in a batch: they are committed first, so this one sees them.
+        if batch::open_elsewhere(guard.batch_open()) {
+            open_file::commit_batches();
+        }
         Ok(guard)
     }
 
@@ -101,6 +107,21 @@ impl Shared {
             return Ok(None);
         }
         ownership::claim(conn, num, id, now).map(Some)
+    }
+
+    /// Whether the next write to session `num` claims it (`claim` would not return None).
+    pub fn claim_due(&self, num: i64) -> bool {
+        let now = clock::now_ms();
+        let last = self.owned().get(&num).copied();
+        last.is_none_or(|t| now - t >= ownership::HEARTBEAT_MS)
+    }
+
+    /// Claims noted for transactions that did not commit after all (a batch of appends that
+    /// failed): every session is claimed again at its next write.
+    pub fn forget_claims(&self) {
+        for t in self.owned().values_mut() {
+            *t = i64::MIN / 2;
+        }
     }
 
     pub fn claimed(&self, num: i64, heartbeat: Option<i64>) {

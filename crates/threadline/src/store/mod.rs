@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::model::clock;
 use crate::model::options::{SessionFilter, SessionInfo, SessionOptions, StoreOptions};
+use crate::session::replay;
 use crate::session::Session;
 use crate::storage::checkpoint;
 use crate::storage::connection;
@@ -59,6 +60,12 @@ impl Store {
         let shared = Arc::new(Shared::new(open, path, options));
         if is_server {
             crate::storage::shared::start_heartbeat(&shared);
+        } else {
+            // Appends a process that is gone acknowledged before they reached SQLite. Best effort:
+            // another process may hold the write lock now; they are replayed before any write to
+            // one of that process's sessions anyway.
+            let conn = shared.lock()?;
+            let _ = replay::orphans(&shared, &conn);
         }
         Ok(Store { shared })
     }
@@ -113,6 +120,7 @@ impl Store {
     pub fn open_session(&self, id: &str, prompt_key: Option<&str>) -> Result<Session> {
         let found: Option<(i64, Option<String>)> = {
             let conn = self.shared.lock().map_err(|e| e.during("openSession"))?;
+            conn.see_writers(self.shared.options.busy_timeout_ms);
             sessions::num_and_prompt_key(&conn, id).map_err(|e| e.during("openSession"))?
         };
         let Some((num, key)) = found else {
@@ -133,6 +141,7 @@ impl Store {
     pub fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionInfo>> {
         let run = || -> Result<Vec<SessionInfo>> {
             let conn = self.shared.lock()?;
+            conn.see_writers(self.shared.options.busy_timeout_ms);
             let nums = sessions::nums(&conn, filter.project.as_deref(), filter.status)?;
             let since = bound(&filter.since, "since")?;
             let until = bound(&filter.until, "until")?;
@@ -157,6 +166,8 @@ impl Store {
     pub fn interrupted_sessions(&self) -> Result<Vec<SessionInfo>> {
         let run = || -> Result<Vec<SessionInfo>> {
             let conn = self.shared.lock()?;
+            let _ = replay::orphans(&self.shared, &conn);
+            conn.see_writers(self.shared.options.busy_timeout_ms);
             let mut out = Vec::new();
             for num in ownership::interrupted(&conn, clock::now_ms())? {
                 out.push(crate::storage::records::read_info(&conn, num)?);
@@ -180,7 +191,7 @@ impl Store {
             ownership::check_free(&tx, num, id, clock::now_ms())?;
             sessions::delete(&tx, num)?;
             tx.commit()?;
-            if let Db::Sqlite(c) = &*conn {
+            if let Db::Sqlite(c, ..) = &*conn {
                 checkpoint::truncate_now(c);
             }
             Ok(())
