@@ -2,12 +2,15 @@
 //! transaction commits (`batch.rs` says why).
 //!
 //! Each process that writes a store keeps one log file beside it, `<store>-tl-<pid>-<random>`,
-//! holding an exclusive lock on it (`flock`) for as long as it is open. A frame is the length and
-//! CRC-32 of its payload, then the payload; it is written with one `write(2)` to the page cache,
-//! which a killed process leaves behind. The log is emptied when the records it holds are
-//! committed to SQLite. A log whose lock can be taken belongs to a process that is gone: its
-//! frames were acknowledged and may not have reached SQLite, so they are replayed (a replayed
-//! record already stored is found by its uuid and left as it is), then the file is removed.
+//! holding an exclusive lock on it (`flock`) for as long as it is open. A frame is the length of
+//! its payload, a CRC-32, its epoch and the payload; it is written with one `pwrite(2)` to the page
+//! cache, which a killed process leaves behind. The log is emptied when the records it holds are
+//! committed to SQLite: the next frames are written over the old ones (the file keeps its blocks,
+//! so a write allocates none), with the next epoch, and the file's first 8 bytes say which epoch
+//! was committed last (for readers in other processes, `await_live`). A log whose lock can be
+//! taken belongs to a process that is gone: its frames of an epoch not yet committed were
+//! acknowledged and may not have reached SQLite, so they are replayed (a replayed record already
+//! stored is found by its uuid and left as it is), then the file is removed.
 //!
 //! A writer kept waiting for SQLite's write lock says so to the one that holds it for a batch by
 //! setting the modification time of every log of the store an hour ahead (`raise_hand`); the
