@@ -69,7 +69,7 @@ macro_rules! async_twins {
                 #[napi(ts_return_type = $ts)]
                 pub fn $async_name(&self, $( $arg : $argty ),* ) -> napi::bindgen_prelude::AsyncTask<crate::job::Job<$ret>> {
                     let this = self.handle();
-                    crate::job::Job::task(move || this.$name($( $arg ),*))
+                    crate::job::Job::task(move || this.$name($( $arg.into() ),*))
                 }
             )*
         }

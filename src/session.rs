@@ -10,7 +10,7 @@ use threadline::{MessageView, Session, SessionOptions, Source, Status, TokenPatc
 
 use crate::error::{parse_json, parse_opt, to_js, to_json, Code, OrThrow, Result};
 use crate::store::async_error;
-use crate::text::{NativePage, NativePages};
+use crate::text::{JsonText, NativePage, NativePages};
 
 #[napi]
 pub struct NativeSession {
@@ -41,11 +41,24 @@ const FILLED: [&str; 6] = [
     "timestamp",
 ];
 
-fn filled(env: &Map<String, Value>) -> Map<String, Value> {
-    FILLED
-        .iter()
-        .filter_map(|k| env.get(*k).map(|v| (k.to_string(), v.clone())))
-        .collect()
+/// Those fields of an envelope, serialized straight from it (no copy of them).
+struct Filled<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for Filled<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for k in FILLED {
+            if let Some(v) = self.0.get(k) {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+fn filled(env: &Map<String, Value>) -> Filled<'_> {
+    Filled(env)
 }
 
 fn object(text: Option<String>, what: &str) -> Result<Option<Map<String, Value>>> {
@@ -95,10 +108,13 @@ impl NativeSession {
     }
 
     /// Appends JSON text of a message / envelope / string; returns the filled-in fields as JSON.
-    #[napi(catch_unwind)]
-    pub fn append(&self, json: String, envelope_json: Option<String>) -> Result<String> {
+    #[napi(
+        catch_unwind,
+        ts_args_type = "json: string, envelopeJson?: string | undefined | null"
+    )]
+    pub fn append(&self, json: JsonText, envelope_json: Option<String>) -> Result<String> {
         crate::error::guard("append", || {
-            let input = parse_json(&json, "append")?;
+            let input = parse_json(&json.0, "append")?;
             let extra = object(envelope_json, "append: envelope")?;
             let env = self.inner.append(input, extra).or_throw()?;
             to_json(&filled(&env))
@@ -106,10 +122,10 @@ impl NativeSession {
     }
 
     /// Appends a JSON array of records in one transaction; returns the filled-in fields of each.
-    #[napi(catch_unwind)]
-    pub fn append_many(&self, json: String) -> Result<String> {
+    #[napi(catch_unwind, ts_args_type = "json: string")]
+    pub fn append_many(&self, json: JsonText) -> Result<String> {
         crate::error::guard("appendMany", || {
-            let items = array(&json, "appendMany")?;
+            let items = array(&json.0, "appendMany")?;
             let envs = self.inner.append_many(items).or_throw()?;
             to_json(&envs.iter().map(filled).collect::<Vec<_>>())
         })

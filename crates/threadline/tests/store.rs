@@ -408,3 +408,36 @@ fn connections_creating_one_new_store_at_once_all_open_it() {
         );
     }
 }
+
+#[test]
+fn two_handles_on_one_session_append_in_turn_and_the_rows_stay_true() {
+    let (_dir, path) = temp_store();
+    let (a_id, last_id) = {
+        let store = open(&path);
+        let a = store.create_session(SessionOptions::default()).unwrap();
+        let last = store.create_session(SessionOptions::default()).unwrap();
+        let b = store.open_session(a.id(), None).unwrap();
+        // Appends in one batch (storage/batch.rs) update the session's row at the commit: a
+        // handle that reads the tail before then compares it with the count the commit will
+        // write, not with the row's old one (which would look like lost records).
+        for i in 0..10 {
+            let h = if i % 2 == 0 { &a } else { &b };
+            let env = h.append(json!(format!("prompt {i}")), None).unwrap();
+            assert_eq!(env["seq"], json!(i));
+        }
+        last.append(json!("the most recent write"), None).unwrap();
+        let report = store.verify(&Default::default()).unwrap();
+        assert!(report.ok, "{report:?}");
+        assert_eq!(report.records, 11);
+        let listed = store.list_sessions(&SessionFilter::default()).unwrap();
+        let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, [last.id(), a.id()]);
+        (a.id().to_string(), last.id().to_string())
+    };
+    let store = open(&path);
+    let a = store.open_session(&a_id, None).unwrap();
+    assert_eq!(a.envelopes(0, None).unwrap().len(), 10);
+    let listed = store.list_sessions(&SessionFilter::default()).unwrap();
+    assert_eq!(listed[0].id, last_id);
+    assert!(store.verify(&Default::default()).unwrap().ok);
+}

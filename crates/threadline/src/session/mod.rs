@@ -21,7 +21,6 @@ use crate::model::json;
 use crate::model::message::Role;
 use crate::model::options::{SessionInfo, Status};
 use crate::model::state::{State, Step, TokenPatch, TokenTracker, Turn};
-use crate::storage::blob::{self};
 use crate::storage::checksum;
 use crate::storage::encode::encode_envelope;
 use crate::storage::journal;
@@ -229,6 +228,7 @@ impl Session {
             .and_then(|((out, frame), next, hb)| {
                 let frame = frame.map(replay::Frame::finish).unwrap_or_default();
                 conn.log_append(&frame, &[(self.num, next.next_seq)])?;
+                crate::storage::scratch::give(frame);
                 Ok((out, next, hb))
             });
         match staged {
@@ -594,7 +594,6 @@ impl Writer<'_> {
                 written_ms: now.ms,
             },
         )?;
-        blob::put(conn, id, &enc.blobs)?;
         if let Some(f) = &mut self.frame {
             f.push(&enc);
         }
@@ -607,6 +606,7 @@ impl Writer<'_> {
         tail.next_seq = seq + 1;
         tail.last_uuid = Some(uuid);
         tail.last_written_ms = Some(now.ms);
+        enc.recycle();
         Ok(d.env)
     }
 }

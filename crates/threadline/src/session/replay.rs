@@ -43,7 +43,7 @@ pub(crate) struct Frame {
 
 impl Frame {
     pub fn new(num: i64, id: &str) -> Frame {
-        let mut buf = Vec::with_capacity(4096);
+        let mut buf = crate::storage::scratch::take(4096);
         buf.extend_from_slice(format!("{{\"n\":{num},\"i\":").as_bytes());
         crate::storage::encode::write_str(&mut buf, id);
         buf.extend_from_slice(b",\"r\":[");

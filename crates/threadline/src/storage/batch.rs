@@ -43,6 +43,9 @@ pub(crate) struct Batch {
     appends: Cell<u32>,
     /// session num -> the seq after its last record written in the open batch
     tails: RefCell<HashMap<i64, u64>>,
+    /// the sessions written in the open batch, in the order of their last write, with their
+    /// record counts: their rows are updated once, at the commit (`write_order.rs`)
+    touched: RefCell<Vec<Touch>>,
     /// the log holds frames that are not in SQLite (a batch failed to commit): they are replayed
     /// before the next write
     owed: Cell<bool>,
@@ -53,6 +56,17 @@ pub(crate) struct Batch {
 pub(crate) trait Control {
     fn run(&self, sql: &'static str) -> Result<()>;
     fn in_transaction(&self) -> bool;
+    /// Runs `sql` with a session's number and record count (`Touch`).
+    fn run_touch(&self, sql: &'static str, num: i64, records: u64) -> Result<()>;
+}
+
+/// A session row's update that waits for the batch's commit: `sql` (from `write_order.rs`) with
+/// the session's number and record count.
+#[derive(Clone, Copy)]
+pub(crate) struct Touch {
+    pub sql: &'static str,
+    pub num: i64,
+    pub records: u64,
 }
 
 impl Batch {
@@ -116,6 +130,25 @@ impl Batch {
         }
     }
 
+    /// Inside the open batch, a write's update of its session's row (`write_order.rs`) is made at
+    /// the commit instead: one update per session and batch. False when no batch is open.
+    pub fn defer_touch(&self, touch: Touch) -> bool {
+        if !self.is_open() {
+            return false;
+        }
+        let mut touched = self.touched.borrow_mut();
+        touched.retain(|t| t.num != touch.num);
+        touched.push(touch);
+        true
+    }
+
+    /// The record count session `num`'s row will hold when the open batch commits, if the batch
+    /// wrote to it: what a read inside the batch compares its records with.
+    pub fn pending_count(&self, num: i64) -> Option<u64> {
+        let touched = self.touched.borrow();
+        touched.iter().find(|t| t.num == num).map(|t| t.records)
+    }
+
     /// Whether session `num` ends before `next` as far as the open batch knows: written in it by
     /// this connection, which holds the write lock, so nobody else wrote since.
     pub fn tail_known(&self, num: i64, next: u64) -> bool {
@@ -130,7 +163,12 @@ impl Batch {
         }
         OPEN.fetch_sub(1, Ordering::AcqRel);
         self.tails.borrow_mut().clear();
-        if let Err(e) = c.run("COMMIT") {
+        let touched = std::mem::take(&mut *self.touched.borrow_mut());
+        let done = touched
+            .iter()
+            .try_for_each(|t| c.run_touch(t.sql, t.num, t.records))
+            .and_then(|()| c.run("COMMIT"));
+        if let Err(e) = done {
             if c.in_transaction() {
                 let _ = c.run("ROLLBACK");
             }
@@ -148,6 +186,7 @@ impl Batch {
         }
         OPEN.fetch_sub(1, Ordering::AcqRel);
         self.tails.borrow_mut().clear();
+        self.touched.borrow_mut().clear();
         if c.in_transaction() {
             let _ = c.run("ROLLBACK");
         }

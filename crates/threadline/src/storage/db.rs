@@ -466,6 +466,24 @@ impl Db {
         }
     }
 
+    /// Whether a write's update of session `num`'s row waits for the open batch's commit
+    /// (`Batch::defer_touch`).
+    pub fn defer_touch(&self, touch: crate::storage::batch::Touch) -> bool {
+        match self {
+            Db::Sqlite(_, batch) => batch.defer_touch(touch),
+            Db::Postgres(_) => false,
+        }
+    }
+
+    /// The record count session `num`'s row holds, once the open batch commits, when the batch
+    /// wrote to it (`Batch::pending_count`).
+    pub fn pending_count(&self, num: i64) -> Option<u64> {
+        match self {
+            Db::Sqlite(_, batch) => batch.pending_count(num),
+            Db::Postgres(_) => None,
+        }
+    }
+
     /// Commits the batch if it is full or old enough.
     pub fn commit_batch_if_due(&self) -> Result<()> {
         match self {
@@ -745,6 +763,12 @@ impl ToSql for PgArg<'_> {
 impl Control for Connection {
     fn run(&self, sql: &'static str) -> Result<()> {
         self.prepare_cached(sql)?.execute([])?;
+        Ok(())
+    }
+
+    fn run_touch(&self, sql: &'static str, num: i64, records: u64) -> Result<()> {
+        self.prepare_cached(sql)?
+            .execute(rusqlite::params![num, records as i64])?;
         Ok(())
     }
 

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Path, Result};
 use crate::model::json::MAX_RECORD_BYTES;
+use crate::storage::scratch;
 
 pub const BLOB_MARK: u8 = 0x01;
 pub const MESSAGE_MARK: u8 = 0x02;
@@ -35,6 +36,14 @@ pub struct Encoded {
 }
 
 impl Encoded {
+    /// Gives its buffers back for the next record (`scratch.rs`).
+    pub fn recycle(self) {
+        scratch::give(self.body);
+        if let Some(m) = self.message {
+            scratch::give(m);
+        }
+    }
+
     pub fn has_blobs(&self) -> bool {
         !self.blobs.is_empty()
     }
@@ -102,7 +111,7 @@ pub fn encode_envelope(
         moved: 0,
         at: Vec::new(),
     };
-    let mut body = Vec::with_capacity(256);
+    let mut body = scratch::take(256);
     let mut message = None;
     let mut message_bytes = 0;
     body.push(b'{');
@@ -117,7 +126,7 @@ pub fn encode_envelope(
             enc.at.push(Seg::Key(k));
         }
         if is_message {
-            let mut m = Vec::with_capacity(1024);
+            let mut m = scratch::take(1024);
             let before = enc.moved;
             enc.value(&mut m, v)?;
             message_bytes = m.len() + enc.moved - before;
@@ -150,7 +159,7 @@ impl<'a> Encoder<'a> {
         match v {
             Value::Null => out.extend_from_slice(b"null"),
             Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-            Value::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            Value::Number(n) => out.extend_from_slice(n.as_str().as_bytes()),
             Value::String(s) => self.string(out, s)?,
             Value::Array(a) => {
                 out.push(b'[');

@@ -18,6 +18,7 @@ pub(crate) mod ownership;
 pub(crate) mod postgres;
 pub(crate) mod records;
 pub(crate) mod schema;
+pub(crate) mod scratch;
 pub(crate) mod search_index;
 pub(crate) mod sessions;
 pub(crate) mod shared;

@@ -330,11 +330,14 @@ pub(crate) fn load_tail(conn: &Db, num: i64) -> Result<Tail> {
 
 fn load_tail_in(conn: &Db, num: i64) -> Result<Tail> {
     let (lo, hi) = schema::range(num);
-    let stored_count: Option<i64> = conn.query_row(
-        "SELECT records FROM sessions WHERE num = ?1",
-        &args![num],
-        |r| r.get(0),
-    )?;
+    let stored_count: Option<i64> = match conn.pending_count(num) {
+        Some(n) => Some(n as i64),
+        None => conn.query_row(
+            "SELECT records FROM sessions WHERE num = ?1",
+            &args![num],
+            |r| r.get(0),
+        )?,
+    };
     let tail = conn.query_row(
         concat!(
             "SELECT ",

@@ -141,6 +141,9 @@ pub(crate) fn pending(db: &Db) -> Result<bool> {
 /// Indexes every record committed and not indexed yet, `BATCH` records a write transaction (so
 /// that the appends of other processes wait for one batch at most).
 pub(crate) fn catch_up(db: &Db) -> Result<()> {
+    // This connection's open batch of appends first: its sessions' record counts, which say what
+    // is left to index, are written when it commits (storage/batch.rs).
+    db.commit_batch()?;
     while pending(db)? {
         let tx = crate::storage::txn::Txn::immediate(db)?;
         if let Db::Sqlite(conn, ..) = &*tx {

@@ -3,6 +3,7 @@
 //! fork, import) gives it the next number, inside the same transaction, so `listSessions` breaks
 //! ties of `updatedAt` in the order the writes were really made.
 
+use crate::storage::batch::Touch;
 use crate::storage::db::{args, Db};
 
 use crate::error::Result;
@@ -22,13 +23,25 @@ pub(crate) fn touch(conn: &Db, num: i64) -> Result<()> {
 
 /// Like `touch`, after a write that added records: the session's row also notes how many records
 /// it has now, so a read can tell a log that lost its last records (damage) from a shorter one.
+/// Inside a batch of appends (`batch.rs`) the row is updated once, when the batch commits.
 pub(crate) fn touch_records(conn: &Db, num: i64, records: u64) -> Result<()> {
     conn.note_tail(num, records);
+    let deferred = Touch {
+        sql: TOUCH_RECORDS_SQLITE,
+        num,
+        records,
+    };
+    if conn.defer_touch(deferred) {
+        return Ok(());
+    }
     conn.execute_later(
         conn.pick(
-            "UPDATE sessions SET write_seq = (SELECT coalesce(max(write_seq), 0) + 1 FROM sessions), records = ?2 WHERE num = ?1",
+            TOUCH_RECORDS_SQLITE,
             "UPDATE sessions SET write_seq = nextval('write_seq'), records = ?2 WHERE num = ?1",
         ),
         &args![num, records as i64],
     )
 }
+
+/// `touch_records`'s statement on SQLite (also run by a batch's commit).
+const TOUCH_RECORDS_SQLITE: &str = "UPDATE sessions SET write_seq = (SELECT coalesce(max(write_seq), 0) + 1 FROM sessions), records = ?2 WHERE num = ?1";
