@@ -227,7 +227,7 @@ impl Session {
             })
             .and_then(|((out, frame), next, hb)| {
                 let frame = frame.map(replay::Frame::finish).unwrap_or_default();
-                conn.log_append(&frame, &[(self.num, next.next_seq)])?;
+                conn.log_append(&frame)?;
                 crate::storage::scratch::give(frame);
                 Ok((out, next, hb))
             });

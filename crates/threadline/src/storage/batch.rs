@@ -17,7 +17,6 @@
 //! fsync, which a batch would not save.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -41,10 +40,9 @@ pub(crate) struct Batch {
     /// when the open batch began; None when no batch is open
     opened: Cell<Option<Instant>>,
     appends: Cell<u32>,
-    /// session num -> the seq after its last record written in the open batch
-    tails: RefCell<HashMap<i64, u64>>,
     /// the sessions written in the open batch, in the order of their last write, with their
-    /// record counts: their rows are updated once, at the commit (`write_order.rs`)
+    /// record counts (the seq after their last record): their rows are updated once, at the
+    /// commit (`write_order.rs`)
     touched: RefCell<Vec<Touch>>,
     /// the log holds frames that are not in SQLite (a batch failed to commit): they are replayed
     /// before the next write
@@ -109,14 +107,13 @@ impl Batch {
     }
 
     /// Writes an append's frame to the log: the append is acknowledged when this returns.
-    pub fn log(&self, payload: &[u8], written: &[(i64, u64)]) -> Result<()> {
+    pub fn log(&self, payload: &[u8]) -> Result<()> {
         let mut log = self.log.borrow_mut();
         let Some(log) = log.as_mut() else {
             return Ok(());
         };
         log.write(payload, &mut self.frame.borrow_mut())?;
         self.appends.set(self.appends.get() + 1);
-        self.tails.borrow_mut().extend(written.iter().copied());
         Ok(())
     }
 
@@ -152,7 +149,7 @@ impl Batch {
     /// Whether session `num` ends before `next` as far as the open batch knows: written in it by
     /// this connection, which holds the write lock, so nobody else wrote since.
     pub fn tail_known(&self, num: i64, next: u64) -> bool {
-        self.is_open() && self.tails.borrow().get(&num) == Some(&next)
+        self.is_open() && self.pending_count(num) == Some(next)
     }
 
     /// Commits the open batch, if any, and empties the log. If the commit fails, the frames stay
@@ -162,7 +159,6 @@ impl Batch {
             return Ok(());
         }
         OPEN.fetch_sub(1, Ordering::AcqRel);
-        self.tails.borrow_mut().clear();
         let touched = std::mem::take(&mut *self.touched.borrow_mut());
         let done = touched
             .iter()
@@ -185,7 +181,6 @@ impl Batch {
             return;
         }
         OPEN.fetch_sub(1, Ordering::AcqRel);
-        self.tails.borrow_mut().clear();
         self.touched.borrow_mut().clear();
         if c.in_transaction() {
             let _ = c.run("ROLLBACK");

@@ -457,11 +457,10 @@ impl Db {
         }
     }
 
-    /// Acknowledges an append of the batch: its frame is written to the append log. `written`
-    /// are the sessions it wrote, with the seq after their last record.
-    pub fn log_append(&self, payload: &[u8], written: &[(i64, u64)]) -> Result<()> {
+    /// Acknowledges an append of the batch: its frame is written to the append log.
+    pub fn log_append(&self, payload: &[u8]) -> Result<()> {
         match self {
-            Db::Sqlite(_, batch) => batch.log(payload, written),
+            Db::Sqlite(_, batch) => batch.log(payload),
             Db::Postgres(_) => Ok(()),
         }
     }
