@@ -1769,6 +1769,13 @@ export type TelemetryEvent =
   | { type: 'interrupted_session'; time: string; sessionId: string; session: SessionInfo }
   | { type: 'persist_error'; time: string; sessionId?: string; operation: string; code: 'STORE_IO' | 'STORE_BUSY'; message: string }
   | { type: 'slow_operation'; time: string; sessionId?: string; operation: string; durationMs: number; thresholdMs: number }
+  /**
+   * What a SQLite store found and handled on its own (docs/recovery.md, "What an acknowledged
+   * append is promised"): a damaged append log (replayed up to the damage, kept as
+   * `<log>.damaged`, listed by `verify()`), a log deleted under this process (replaced), or
+   * records a readonly store could not replay because it cannot write the file.
+   */
+  | { type: 'log_damaged' | 'log_deleted' | 'log_unreplayed'; time: string; message: string }
 
 /**
  * Where `Store.open()` puts the store when given no path: `$THREADLINE_HOME/threadline.db` if

@@ -321,13 +321,24 @@ const kTelemetry = Symbol('telemetry')
 // Telemetry: structured events for a store's listeners, and JSON lines on stdout when
 // THREADLINE_TELEMETRY=console. Off (no listener, no env) it costs one property check per call.
 class Telemetry {
-  /** @param {number} slowMs */
-  constructor(slowMs) {
+  /**
+   * @param {number} slowMs
+   * @param {NativeStore} [store] the store whose notices (a damaged append log...) it reports
+   */
+  constructor(slowMs, store) {
     /** @type {Listener[]} */
     this.listeners = []
     this.console = process.env.THREADLINE_TELEMETRY === 'console'
     this.slowMs = slowMs
     this.on = this.console
+    this.store = store
+  }
+
+  // What the store found and handled on its own (log_damaged, log_deleted, log_unreplayed),
+  // reported after the operation that found it (or the first one observed after it).
+  notices() {
+    if (!this.on || !this.store) return
+    for (const n of JSON.parse(this.store.takeNotices())) this.emit({ type: n.kind, message: n.message })
   }
 
   /**
@@ -382,6 +393,7 @@ function observed(tel, sessionId, operation, fn) {
   } finally {
     const ms = performance.now() - t0
     if (ms >= tel.slowMs) tel.emit({ type: 'slow_operation', sessionId, operation, durationMs: Math.round(ms * 1000) / 1000, thresholdMs: tel.slowMs })
+    tel.notices()
   }
 }
 
@@ -622,6 +634,7 @@ async function observedAsync(tel, sessionId, operation, fn) {
   } finally {
     const ms = performance.now() - t0
     if (ms >= tel.slowMs) tel.emit({ type: 'slow_operation', sessionId, operation, durationMs: Math.round(ms * 1000) / 1000, thresholdMs: tel.slowMs })
+    tel.notices()
   }
 }
 
@@ -1340,7 +1353,7 @@ const StoreSteps = {
    * @returns {Steps}
    */
   *interruptedSessions() {
-    const found = JSON.parse(yield call(this[kNative], 'interruptedSessions', []))
+    const found = JSON.parse(yield call(this[kNative], 'interruptedSessions', [], { op: 'interruptedSessions', tel: this[kTelemetry] }))
     const tel = this[kTelemetry]
     if (tel.on) for (const info of found) tel.emit({ type: 'interrupted_session', sessionId: info.id, session: info })
     return found
@@ -1375,7 +1388,7 @@ const StoreSteps = {
    * @returns {Steps}
    */
   *listSessions(filter) {
-    return JSON.parse(yield call(this[kNative], 'listSessions', [optionsJson(object(filter, 'listSessions: filter'), 'listSessions: filter')]))
+    return JSON.parse(yield call(this[kNative], 'listSessions', [optionsJson(object(filter, 'listSessions: filter'), 'listSessions: filter')], { op: 'listSessions', tel: this[kTelemetry] }))
   },
 
   // One file per step on the thread pool, progress reported between steps.
@@ -1464,7 +1477,7 @@ const StoreSteps = {
    * @returns {Steps}
    */
   *deleteSession(id) {
-    yield call(this[kNative], 'deleteSession', [idArg(id, 'deleteSession')])
+    yield call(this[kNative], 'deleteSession', [idArg(id, 'deleteSession')], { op: 'deleteSession', tel: this[kTelemetry] })
   },
 }
 
@@ -1532,7 +1545,7 @@ class Store {
   constructor(n, slowMs = DEFAULT_SLOW_MS) {
     checkNativeStore(n)
     this[kNative] = /** @type {NativeStore} */ (n)
-    this[kTelemetry] = new Telemetry(slowMs)
+    this[kTelemetry] = new Telemetry(slowMs, this[kNative])
     this[kKind] = SYNC
   }
 
@@ -1875,7 +1888,7 @@ class PromiseStore {
   constructor(n, slowMs = DEFAULT_SLOW_MS) {
     checkNativeStore(n)
     this[kNative] = /** @type {NativeStore} */ (n)
-    this[kTelemetry] = new Telemetry(slowMs)
+    this[kTelemetry] = new Telemetry(slowMs, this[kNative])
     this[kKind] = PROMISE
     /** @type {Promise<unknown>} */
     this[kQueue] = Promise.resolve()

@@ -52,6 +52,19 @@ impl NativeStore {
         self.inner.path().to_string()
     }
 
+    /// What the store found and handled on its own since it was last asked (a damaged or
+    /// deleted append log...), as JSON `[{ kind, message }]`: the facade emits them as telemetry.
+    #[napi]
+    pub fn take_notices(&self) -> String {
+        let list: Vec<serde_json::Value> = self
+            .inner
+            .take_notices()
+            .into_iter()
+            .map(|n| serde_json::json!({ "kind": n.kind, "message": n.message }))
+            .collect();
+        serde_json::Value::Array(list).to_string()
+    }
+
     #[napi(catch_unwind)]
     pub fn create_session(&self, options_json: Option<String>) -> Result<NativeSession> {
         crate::error::guard("createSession", || {

@@ -74,7 +74,7 @@ impl Store {
     fn search_inner(&self, text: &str, o: &SearchOptions) -> Result<SearchPage> {
         let query = query::parse(text)?;
         let plan = Plan::of(text, o)?;
-        let conn = self.shared().lock()?;
+        let conn = self.reader()?;
         // What was committed since the last search is indexed first (a readonly store searches
         // what its writers have indexed).
         let writable = !self.options().readonly;

@@ -2,6 +2,7 @@
 //! `compaction` record, or Claude Code's `compact_boundary` followed by its summary), as the
 //! session's state keeps it and reads of the context need it.
 
+use crate::storage::batch::Probe;
 use crate::storage::db::Db;
 use serde_json::{json, Map, Value};
 
@@ -80,7 +81,11 @@ pub(crate) fn point_of(
         return Ok(None);
     };
     let kept = match c.get("firstKeptUuid").and_then(Value::as_str) {
-        Some(uuid) => crate::storage::records::seq_of(conn, num, uuid)?.ok_or_else(|| {
+        Some(uuid) => conn
+            .read_unaffected(num, Probe::Uuid(uuid), || {
+                crate::storage::records::seq_of(conn, num, uuid)
+            })?
+            .ok_or_else(|| {
             Error::InvalidInput(format!(
                 "compaction.firstKeptUuid: no record '{uuid}' in this session"
             ))

@@ -21,6 +21,7 @@ use crate::model::json;
 use crate::model::message::Role;
 use crate::model::options::{SessionInfo, Status};
 use crate::model::state::{State, Step, TokenPatch, TokenTracker, Turn};
+use crate::storage::batch::Probe;
 use crate::storage::checksum;
 use crate::storage::encode::encode_envelope;
 use crate::storage::journal;
@@ -93,11 +94,20 @@ impl Session {
         &self.id
     }
 
+    /// The store's connection. A session this process does not hold may have been written by
+    /// another: what any process acknowledged is made visible first (`replay::see_writers`).
     pub(crate) fn conn(&self) -> Result<std::sync::MutexGuard<'_, Db>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("the session is closed".into()));
         }
-        self.shared.lock()
+        let conn = self.shared.lock()?;
+        // Appends this process acknowledged and could not flush are replayed before anything
+        // reads or writes past them.
+        replay::pay_owed(&self.shared, &conn)?;
+        if !self.shared.holds(self.num) {
+            replay::see_writers(&self.shared, &conn)?;
+        }
+        Ok(conn)
     }
 
     fn tail(&self) -> std::sync::MutexGuard<'_, Tail> {
@@ -206,21 +216,29 @@ impl Session {
         self.transact(|w| w.insert_all(drafts))
     }
 
-    /// Appends: on SQLite written in the open batch and acknowledged by the append log
+    /// Appends: on SQLite staged in the batch and acknowledged by the append log
     /// (storage/batch.rs), else each in a transaction of its own.
     fn append_records(&self, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
         self.shared.writable()?;
         let conn = self.conn()?;
-        replay::before_write(&self.shared, &conn, self.num)?;
+        replay::before_write(&self.shared, &conn)?;
         // A write that claims the session commits on its own: the claim is in SQLite, not only
         // in this process's log, so if this process dies the session shows as interrupted.
         if self.shared.claim_due(self.num) || !conn.join_batch()? {
             drop(conn);
             return self.write(drafts);
         }
-        let before = conn.total_changes();
+        self.append_staged(&conn, drafts)
+    }
+
+    /// An append in the batch: its writes staged, its frame logged (the acknowledgement), then
+    /// the batch flushed if it is due.
+    fn append_staged(&self, conn: &Db, drafts: Vec<Draft>) -> Result<Vec<Map<String, Value>>> {
+        if let Some(b) = conn.batch() {
+            b.begin_append(self.num);
+        }
         let staged = self
-            .stage(&conn, |w| {
+            .stage(conn, |w| {
                 w.frame = Some(replay::Frame::new(self.num, &self.id));
                 let out = w.insert_all(drafts)?;
                 Ok((out, w.frame.take()))
@@ -231,28 +249,17 @@ impl Session {
                 crate::storage::scratch::give(frame);
                 Ok((out, next, hb))
             });
-        match staged {
-            Ok((out, next, heartbeat)) => {
-                self.committed(next, heartbeat);
-                // Acknowledged now: if the commit fails, what the batch held is owed to SQLite by
-                // the log, and replayed at once (else before the next write).
-                if conn.commit_batch_if_due().is_err() {
-                    self.shared.forget_claims();
-                    let _ = replay::pay_owed(&self.shared, &conn);
-                }
-                Ok(out)
-            }
-            Err(e) => {
-                // Failed halfway through its writes: the batch is rolled back, and what it held
-                // before this append is replayed from the log.
-                if conn.total_changes() != before {
-                    conn.abandon_batch();
-                    self.shared.forget_claims();
-                    let _ = replay::pay_owed(&self.shared, &conn);
-                }
-                Err(e)
-            }
+        let ended = conn.end_append(staged.is_ok());
+        let (out, next, heartbeat) = staged?;
+        // Acknowledged now: if the commit of a transaction the append had to run in failed, what
+        // the batch held is owed to SQLite by the log, and replayed at once (else before the next
+        // write).
+        self.committed(next, heartbeat);
+        if ended.and_then(|()| conn.commit_batch_if_due()).is_err() {
+            self.shared.forget_claims();
+            let _ = replay::pay_owed(&self.shared, conn);
         }
+        Ok(out)
     }
 
     /// Runs `f` in one write transaction on the session's synced tail; the tail moves only if it
@@ -260,7 +267,7 @@ impl Session {
     pub(crate) fn transact<T>(&self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
         self.shared.writable()?;
         let conn = self.conn()?;
-        replay::before_write(&self.shared, &conn, self.num)?;
+        replay::before_write(&self.shared, &conn)?;
         let tx = Txn::immediate(&conn)?;
         let (out, next, heartbeat) = self.stage(&tx, f)?;
         tx.commit()?;
@@ -274,7 +281,7 @@ impl Session {
         conn: &Db,
         f: impl FnOnce(&mut Writer) -> Result<T>,
     ) -> Result<(T, Tail, Option<i64>)> {
-        let heartbeat = self.shared.claim(conn, self.num, &self.id)?;
+        let heartbeat = self.claim(conn)?;
         let mut tail = self.tail();
         // Held all along (no claim needed) and left where this process last wrote it: on
         // PostgreSQL the tail is known without asking (storage/postgres/tails.rs).
@@ -294,6 +301,13 @@ impl Session {
             crate::storage::write_order::touch_records(conn, self.num, w.tail.next_seq)?;
         }
         Ok((out, w.tail, heartbeat))
+    }
+
+    /// Inside a write transaction: holds the session for this process (SESSION_LOCKED if another
+    /// live process does), after replaying what a dead owner acknowledged (`replay::before_claim`).
+    fn claim(&self, conn: &Db) -> Result<Option<i64>> {
+        replay::before_claim(&self.shared, conn, self.num)?;
+        self.shared.claim(conn, self.num, &self.id)
     }
 
     /// After the commit of what `stage` wrote.
@@ -364,7 +378,7 @@ impl Session {
         self.shared.writable()?;
         let conn = self.conn()?;
         let tx = Txn::immediate(&conn)?;
-        let heartbeat = self.shared.claim(&tx, self.num, &self.id)?;
+        let heartbeat = self.claim(&tx)?;
         let mut tail = self.tail();
         self.sync_tail(&tx, &mut tail)?;
         if restore && tail.state.messages > 0 {
@@ -629,10 +643,13 @@ impl Session {
     /// Another handle (or process) may have appended since this one last looked: re-read the tail
     /// if the log's end is not where this handle thinks.
     fn sync_tail(&self, conn: &Db, tail: &mut Tail) -> Result<()> {
-        if records::last_seq(conn, self.num)? != tail.next_seq.checked_sub(1) {
-            *tail = load_tail(conn, self.num)?;
-        }
-        Ok(())
+        // Inside an append, the staged writes of other sessions do not change this one's end.
+        conn.read_unaffected(self.num, Probe::Session, || {
+            if records::last_seq(conn, self.num)? != tail.next_seq.checked_sub(1) {
+                *tail = load_tail(conn, self.num)?;
+            }
+            Ok(())
+        })
     }
 
     fn synced_tail(&self) -> Result<Tail> {
@@ -826,7 +843,7 @@ impl Session {
             self.shared.writable()?;
             let conn = self.conn()?;
             let tx = Txn::immediate(&conn)?;
-            let heartbeat = self.shared.claim(&tx, self.num, &self.id)?;
+            let heartbeat = self.claim(&tx)?;
             sessions::set_status(&tx, self.num, status, clock::now_ms())?;
             tx.commit()?;
             self.shared.claimed(self.num, heartbeat);

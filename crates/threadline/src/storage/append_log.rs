@@ -1,39 +1,43 @@
-//! The append log of a SQLite store: where an append is acknowledged before its SQLite
-//! transaction commits (`batch.rs` says why).
+//! The append log of a SQLite store: where an append is acknowledged before its rows are
+//! committed to SQLite (`batch.rs` says why).
 //!
-//! Each process that writes a store keeps one log file beside it, `<store>-tl-<pid>-<random>`,
+//! Each process that writes a store keeps one log file beside the store's real file (symlinks
+//! resolved, so every path to the store finds the same logs), `<store>-tl-<pid>-<random>`,
 //! holding an exclusive lock on it (`flock`) for as long as it is open. A frame is the length of
-//! its payload, a CRC-32, its epoch and the payload; it is written with one `pwrite(2)` to the page
-//! cache, which a killed process leaves behind. The log is emptied when the records it holds are
-//! committed to SQLite: the next frames are written over the old ones (the file keeps its blocks,
-//! so a write allocates none), with the next epoch, and the file's first 8 bytes say which epoch
-//! was committed last (for readers in other processes, `await_live`). A log whose lock can be
+//! its payload, a CRC-32, its epoch and the payload; every write is a frame followed by an end
+//! marker (a frame with no payload), in one `pwrite(2)` to the page cache, which a killed process
+//! leaves behind. The log is emptied when the records it holds are committed to SQLite: the next
+//! frames are written over the old ones, with the next epoch, and the file's header (the last
+//! epoch committed, with its CRC) says which epoch was committed last. A log whose lock can be
 //! taken belongs to a process that is gone: its frames of an epoch not yet committed were
-//! acknowledged and may not have reached SQLite, so they are replayed (a replayed record already
-//! stored is found by its uuid and left as it is), then the file is removed.
+//! acknowledged and may not have reached SQLite, so they are replayed (`session/replay.rs`).
 //!
-//! A writer kept waiting for SQLite's write lock says so to the one that holds it for a batch by
-//! setting the modification time of every log of the store an hour ahead (`raise_hand`); the
-//! holder looks at its own log's before it keeps its batch open, and commits each append on its
-//! own for a while after it saw one.
+//! Damage is told from a write cut short by a kill: a kill cuts a write only at a page boundary
+//! (the kernel copies a write into the page cache page by page and stops between pages), and the
+//! frames of an epoch are written one after the other, each ending in an end marker. So a valid
+//! frame or marker of the epoch after one that does not check out, a header that does not check
+//! out, or a log that ends without its end marker elsewhere than at a page boundary is damage:
+//! reported (`LogRead::damage`), never read past in silence.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{Error, Result};
 
 /// A frame's header: the payload's length, the CRC-32 of the epoch and payload, the epoch (how
-/// many times the log was emptied before it was written), little-endian.
+/// many times the log was emptied before it was written, plus one), little-endian.
 const HEADER: usize = 16;
-/// The file's own header, before the first frame: the last epoch committed to SQLite (u64), and
-/// 8 bytes reserved. A frame of a later epoch is not in SQLite yet.
+/// The file's header, before the first frame: the last epoch committed to SQLite (u64), the
+/// CRC-32 of those 8 bytes, and 4 bytes reserved. A frame of a later epoch is not in SQLite yet.
 const HEAD: u64 = 16;
-/// How long after a waiter last said so a holder keeps committing each append on its own.
-const CONTENDED_FOR: Duration = Duration::from_millis(200);
+/// A write cut short by a kill ends at a multiple of this (the page size; larger pages are
+/// multiples of it).
+const TEAR: usize = 4096;
 /// Free space below which appends commit on their own.
 const LOW_SPACE: u64 = 64 << 20;
+/// The suffix a damaged log is renamed with: kept for inspection, never replayed again.
+pub(crate) const DAMAGED: &str = ".damaged";
 
 /// This process's log of a store.
 pub(crate) struct AppendLog {
@@ -43,16 +47,18 @@ pub(crate) struct AppendLog {
     pos: u64,
     /// the number of times the log was emptied, plus one: in every frame's header
     epoch: u64,
-    /// until when appends commit on their own: a waiter raised its hand
-    contended_until: Option<Instant>,
-    /// when `contended` last looked at the file
-    checked: Option<Instant>,
+    /// the path is no longer this log's (it was deleted under the process): left alone on drop
+    disowned: bool,
 }
 
-/// A log left by a process that is gone, locked by this one until it is removed.
-pub(crate) struct Orphan {
-    file: File,
-    path: PathBuf,
+/// What a log holds: the frames of its latest epoch not yet committed, in order.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct LogRead {
+    pub frames: Vec<Vec<u8>>,
+    /// the epoch of `frames` (None when the log holds nothing uncommitted)
+    pub epoch: Option<u64>,
+    /// why the log is damaged, if it is: frames may be missing from `frames`
+    pub damage: Option<String>,
 }
 
 fn prefix(store: &Path) -> String {
@@ -71,8 +77,28 @@ fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
     Error::StoreIo(format!("{what} {}: {e}{hint}", path.display()))
 }
 
+fn head(committed: u64) -> [u8; HEAD as usize] {
+    let mut h = [0u8; HEAD as usize];
+    h[..8].copy_from_slice(&committed.to_le_bytes());
+    let crc = crc32fast::hash(&h[..8]);
+    h[8..12].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// Appends a frame of `payload` (empty: an end marker) of `epoch` to `buf`.
+fn frame(buf: &mut Vec<u8>, epoch: u64, payload: &[u8]) {
+    let start = buf.len();
+    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&[0; 4]);
+    buf.extend_from_slice(&epoch.to_le_bytes());
+    buf.extend_from_slice(payload);
+    let crc = crc32fast::hash(&buf[start + 8..]);
+    buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
 impl AppendLog {
-    /// A new, empty log for the store file at `store`, locked by this process.
+    /// A new, empty log for the store file at `store` (its canonical path), locked by this
+    /// process.
     pub fn create(store: &Path) -> Result<AppendLog> {
         let random: u32 = rand_u32();
         let mut path = store.as_os_str().to_owned();
@@ -87,41 +113,40 @@ impl AppendLog {
                 path.display()
             ))
         })?;
-        write_at(&file, &[0; HEAD as usize], 0).map_err(|e| io("cannot write", &path, e))?;
+        let mut start = head(0).to_vec();
+        frame(&mut start, 1, &[]);
+        write_at(&file, &start, 0).map_err(|e| io("cannot write", &path, e))?;
         Ok(AppendLog {
             file,
             path,
             pos: HEAD,
             epoch: 1,
-            contended_until: None,
-            checked: None,
+            disowned: false,
         })
     }
 
     /// Writes one frame; when it returns, a killed process leaves it behind.
     pub fn write(&mut self, payload: &[u8], buf: &mut Vec<u8>) -> Result<()> {
         buf.clear();
-        buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        buf.extend_from_slice(&[0; 4]);
-        buf.extend_from_slice(&self.epoch.to_le_bytes());
-        buf.extend_from_slice(payload);
-        let crc = crc32fast::hash(&buf[8..]);
-        buf[4..8].copy_from_slice(&crc.to_le_bytes());
+        frame(buf, self.epoch, payload);
+        let len = buf.len() as u64;
+        frame(buf, self.epoch, &[]);
         // Written over what the log held before it was last emptied: the file keeps its blocks,
         // so a write allocates none. (A frame cut short is written over by the next.)
         write_at(&self.file, buf, self.pos)
             .map_err(|e| io("cannot write the append log", &self.path, e))?;
-        self.pos += buf.len() as u64;
+        self.pos += len;
         Ok(())
     }
 
     /// Empties the log: everything in it is committed to SQLite. Its frames stay in the file
-    /// until written over, of an older epoch than the next, which ends the log for a reader.
+    /// until written over, of an epoch the header now says is committed.
     pub fn clear(&mut self) -> Result<()> {
         if self.pos > HEAD {
-            // For readers in other processes that wait for it (`await_live`); one that finds it
-            // unwritten only waits longer.
-            let _ = write_at(&self.file, &self.epoch.to_le_bytes(), 0);
+            // For readers in other processes that wait for it (`LiveLog::caught_up`); one that
+            // finds it unwritten only waits longer, and a replay of committed frames changes
+            // nothing.
+            let _ = write_at(&self.file, &head(self.epoch), 0);
             self.pos = HEAD;
             self.epoch += 1;
         }
@@ -132,55 +157,33 @@ impl AppendLog {
         self.pos == HEAD
     }
 
+    /// Lets go of a log deleted under this process: whatever its path names now is not removed.
+    pub fn disown(mut self) {
+        self.disowned = true;
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// The frames written since the log was last emptied.
-    pub fn frames(&self) -> Result<Vec<Vec<u8>>> {
+    pub fn frames(&self) -> Result<LogRead> {
         let mut f = File::open(&self.path).map_err(|e| io("cannot read", &self.path, e))?;
-        let mut frames = read_frames(&mut f, &self.path)?;
-        frames.truncate(self.frames_in(&frames));
-        Ok(frames)
+        read(&mut f, &self.path)
     }
 
-    /// How many of `frames` (read from the start of the file) are this epoch's.
-    fn frames_in(&self, frames: &[Vec<u8>]) -> usize {
-        let mut at = HEAD;
-        let mut n = 0;
-        for f in frames {
-            if at >= self.pos {
-                break;
-            }
-            at += (HEADER + f.len()) as u64;
-            n += 1;
-        }
-        n
-    }
-
-    /// Whether another process waited for the write lock a moment ago (it raised its hand in the
-    /// last `CONTENDED_FOR`).
-    pub fn contended(&mut self) -> bool {
-        let now = Instant::now();
-        // Looked at most every millisecond: a waiter raises its hand again every few.
-        if self
-            .checked
-            .is_some_and(|t| now.duration_since(t) < Duration::from_millis(1))
+    /// Whether the file was deleted (or renamed away) under this process: its frames would be
+    /// lost with the process, and no other process could find them.
+    pub fn unlinked(&self) -> bool {
+        #[cfg(unix)]
         {
-            return self.contended_until.is_some_and(|t| now < t);
+            use std::os::unix::fs::MetadataExt;
+            self.file.metadata().is_ok_and(|m| m.nlink() == 0)
         }
-        self.checked = Some(now);
-        let raised = self
-            .file
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t > SystemTime::now() + Duration::from_secs(60));
-        if raised {
-            // Seen: put the time back, so the next raised hand is told from this one.
-            let _ = self.file.set_modified(SystemTime::now());
-            self.contended_until = Some(now + CONTENDED_FOR);
+        #[cfg(not(unix))]
+        {
+            !self.path.exists()
         }
-        self.contended_until.is_some_and(|t| now < t)
     }
 
     /// Whether the log's file system has room to spare: below `LOW_SPACE` free, appends commit
@@ -212,134 +215,279 @@ fn free_bytes(_: &File) -> Option<u64> {
     None
 }
 
-/// Tells the process holding the write lock of `store` that this one waits (see the top).
-pub(crate) fn raise_hand(store: &Path) {
+/// The paths of the append logs of `store` (damaged ones, kept for inspection, aside).
+fn logs(store: &Path) -> Vec<PathBuf> {
     let prefix = prefix(store);
-    let ahead = SystemTime::now() + Duration::from_secs(3600);
-    for path in logs(store, &prefix) {
-        if let Ok(f) = OpenOptions::new().write(true).open(&path) {
-            let _ = f.set_modified(ahead);
-        }
-    }
-}
-
-/// The paths of the append logs of `store`.
-fn logs(store: &Path, prefix: &str) -> Vec<PathBuf> {
-    let dir = match store.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Ok(entries) = std::fs::read_dir(dir_of(store)) else {
         return Vec::new();
     };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(&prefix) && !name.ends_with(DAMAGED)
+        })
         .map(|e| e.path())
         .collect()
+}
+
+fn dir_of(store: &Path) -> PathBuf {
+    match store.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The logs of `store` kept as damaged (`DAMAGED`), for `verify()`.
+pub(crate) fn damaged_logs(store: &Path) -> Vec<PathBuf> {
+    let prefix = prefix(store);
+    let Ok(entries) = std::fs::read_dir(dir_of(store)) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(&prefix) && name.ends_with(DAMAGED)
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
 }
 
 impl Drop for AppendLog {
     /// A log with nothing left to replay goes with its store; one that still holds frames (its
     /// last commit failed) stays, for the next process that opens the store.
     fn drop(&mut self) {
-        if self.pos == HEAD {
+        if self.pos == HEAD && !self.disowned {
             let _ = std::fs::remove_file(&self.path);
         }
     }
 }
 
-/// The logs of `store` left by processes that are gone, each locked by this process.
-pub(crate) fn orphans(store: &Path) -> Vec<Orphan> {
-    let mut found: Vec<Orphan> = logs(store, &prefix(store))
+/// Another process's log of the store: one whose process is gone (its lock could be taken, and
+/// is held by this process until the `Orphan` is dropped), or one a live process holds.
+pub(crate) enum OtherLog {
+    Orphan(Orphan),
+    Live(LiveLog),
+}
+
+/// A log left by a process that is gone, locked by this one until it is removed or dropped.
+pub(crate) struct Orphan {
+    file: File,
+    path: PathBuf,
+}
+
+/// A log a live process holds.
+pub(crate) struct LiveLog {
+    file: File,
+    path: PathBuf,
+}
+
+/// The logs of `store` but `own`, each an orphan or a live one.
+pub(crate) fn others(store: &Path, own: Option<&Path>) -> Vec<OtherLog> {
+    let mut paths = logs(store);
+    paths.retain(|p| Some(p.as_path()) != own);
+    // Each log holds other sessions (a session changes hands only after its holder's log was
+    // replayed), so any order will do; by name, for a stable one.
+    paths.sort();
+    paths
         .into_iter()
         .filter_map(|path| {
             let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
-            file.try_lock().ok()?;
-            Some(Orphan { file, path })
+            Some(if file.try_lock().is_ok() {
+                OtherLog::Orphan(Orphan { file, path })
+            } else {
+                OtherLog::Live(LiveLog { file, path })
+            })
         })
-        .collect();
-    // Each log holds other sessions (a session changes hands only after its holder's log was
-    // replayed), so any order will do; by name, for a stable one.
-    found.sort_by(|a, b| a.path.cmp(&b.path));
-    found
+        .collect()
+}
+
+/// The logs of `store` left by processes that are gone, each locked by this process.
+pub(crate) fn orphans(store: &Path) -> Vec<Orphan> {
+    others(store, None)
+        .into_iter()
+        .filter_map(|l| match l {
+            OtherLog::Orphan(o) => Some(o),
+            OtherLog::Live(_) => None,
+        })
+        .collect()
 }
 
 impl Orphan {
-    pub fn frames(&mut self) -> Result<Vec<Vec<u8>>> {
-        read_frames(&mut self.file, &self.path)
+    pub fn read(&mut self) -> Result<LogRead> {
+        read(&mut self.file, &self.path)
     }
 
     /// Removes the log: its frames are committed.
     pub fn remove(self) {
         let _ = std::fs::remove_file(&self.path);
     }
+
+    /// Keeps a damaged log beside the store for inspection, under a name no replay reads again.
+    pub fn keep_damaged(self) -> PathBuf {
+        let mut to = self.path.as_os_str().to_owned();
+        to.push(DAMAGED);
+        let to = PathBuf::from(to);
+        let _ = std::fs::rename(&self.path, &to);
+        to
+    }
 }
 
-/// The frames of a log's latest epoch, from the start of the file up to the first frame that is
-/// cut short, damaged (a write the process was killed in the middle of, so never acknowledged)
-/// or of an older epoch (left from before the log was last emptied, so committed).
-fn read_frames(f: &mut File, path: &Path) -> Result<Vec<Vec<u8>>> {
+impl LiveLog {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The epoch of the frames its process acknowledged and has not committed yet, if any.
+    pub fn pending(&self) -> Option<u64> {
+        // Read more than once if the header does not check out: its process may be writing it.
+        for _ in 0..3 {
+            let mut h = [0u8; HEAD as usize + HEADER];
+            if read_at(&self.file, &mut h, 0).is_err() {
+                return None;
+            }
+            let Some(committed) = committed(&h) else {
+                continue;
+            };
+            let first = u64::from_le_bytes(h[24..32].try_into().unwrap_or_default());
+            return (first > committed).then_some(first);
+        }
+        // A header that never checks out: its frames are read (and the damage told) in full.
+        Some(u64::MAX)
+    }
+
+    /// Whether its process has committed every frame of `epoch`.
+    pub fn caught_up(&self, epoch: u64) -> bool {
+        let mut h = [0u8; HEAD as usize];
+        read_at(&self.file, &mut h, 0).is_ok() && committed(&h).is_some_and(|c| c >= epoch)
+    }
+
+    pub fn read(&self) -> Result<LogRead> {
+        let mut f = &self.file;
+        let mut all = Vec::new();
+        use std::io::Seek;
+        f.seek(std::io::SeekFrom::Start(0))
+            .and_then(|_| f.read_to_end(&mut all))
+            .map_err(|e| io("cannot read", &self.path, e))?;
+        let mut r = parse(&all);
+        // Its process writes the header as it commits: a header caught half-written is not
+        // damage; the frames are read as uncommitted, which a replay takes as they are.
+        if r.damage.as_deref() == Some(BAD_HEAD) {
+            r.damage = None;
+        }
+        Ok(r)
+    }
+}
+
+/// The committed epoch a file header holds, if it checks out.
+fn committed(h: &[u8]) -> Option<u64> {
+    let epoch = h.get(..8)?;
+    let crc = u32::from_le_bytes(h.get(8..12)?.try_into().ok()?);
+    (crc32fast::hash(epoch) == crc).then(|| u64::from_le_bytes(epoch.try_into().unwrap_or_default()))
+}
+
+fn read(f: &mut File, path: &Path) -> Result<LogRead> {
     let mut all = Vec::new();
     f.read_to_end(&mut all)
         .map_err(|e| io("cannot read", path, e))?;
-    let committed = u64::from_le_bytes(
-        all.get(..8)
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or_default(),
-    );
+    Ok(parse(&all))
+}
+
+const BAD_HEAD: &str = "its header does not check out";
+
+/// A frame at `at`: its epoch and payload (empty: an end marker), if it checks out.
+fn frame_at(all: &[u8], at: usize) -> Option<(u64, &[u8])> {
+    let h = all.get(at..at + HEADER)?;
+    let len = u32::from_le_bytes(h[..4].try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(h[4..8].try_into().ok()?);
+    let epoch = u64::from_le_bytes(h[8..16].try_into().ok()?);
+    let body = all.get(at + 8..(at + HEADER).checked_add(len)?)?;
+    (crc32fast::hash(body) == crc).then(|| (epoch, &body[8..]))
+}
+
+/// What a log's bytes hold: the frames of its latest epoch, up to its end marker, if that epoch
+/// is not committed; and any damage (see the top).
+pub(crate) fn parse(all: &[u8]) -> LogRead {
+    if all.len() < HEAD as usize {
+        // Made and not yet written (its process was killed at once): nothing in it.
+        return LogRead::default();
+    }
+    let committed_at = committed(all);
+    let mut damage = committed_at.is_none().then(|| BAD_HEAD.to_string());
+    let committed = committed_at.unwrap_or(0);
     let mut frames = Vec::new();
-    let mut at = HEAD as usize;
     let mut epoch = None;
-    while all.len().saturating_sub(at) >= HEADER {
-        let word =
-            |i: usize| u32::from_le_bytes(all[at + i..at + i + 4].try_into().unwrap_or_default());
-        let (len, crc) = (word(0) as usize, word(4));
-        let this = u64::from_le_bytes(all[at + 8..at + 16].try_into().unwrap_or_default());
-        let Some(payload) = all.get(at + HEADER..at + HEADER + len) else {
-            break;
-        };
-        if crc32fast::hash(&all[at + 8..at + HEADER + len]) != crc
-            || *epoch.get_or_insert(this) != this
-            || this <= committed
-        {
-            break;
+    let mut at = HEAD as usize;
+    let ended = loop {
+        match frame_at(all, at) {
+            Some((e, payload)) if epoch.is_none_or(|x| x == e) => {
+                epoch = Some(e);
+                if payload.is_empty() {
+                    break true;
+                }
+                frames.push(payload.to_vec());
+                at += HEADER + payload.len();
+            }
+            _ => break false,
         }
-        frames.push(payload.to_vec());
-        at += HEADER + len;
+    };
+    let uncommitted = epoch.is_some_and(|e| e > committed);
+    if !ended && damage.is_none() {
+        damage = damage_after(all, at, epoch, committed);
     }
-    Ok(frames)
-}
-
-/// Waits, at most `timeout`, until every live writer of `store` but `own` has committed the
-/// appends it acknowledged so far (its batch commits within `batch::MAX_AGE`): a process that
-/// opens a session sees every append acknowledged before, as when each append committed alone.
-pub(crate) fn await_live(store: &Path, own: Option<&Path>, timeout: Duration) {
-    let start = Instant::now();
-    for path in logs(store, &prefix(store)) {
-        if own == Some(path.as_path()) {
-            continue;
+    if !uncommitted {
+        // Everything in it is committed (or it holds nothing): damage to old frames loses
+        // nothing, unless the header is the damage (then what it holds is replayed, which a
+        // replay of committed records leaves as it is).
+        frames.clear();
+        if damage.as_deref() != Some(BAD_HEAD) {
+            return LogRead {
+                damage: damage.filter(|_| epoch.is_none()),
+                ..LogRead::default()
+            };
         }
-        let Ok(f) = File::open(&path) else { continue };
-        if f.try_lock().is_ok() {
-            continue; // a log whose writer is gone: replayed by the next write
-        }
-        while !caught_up(&f) && start.elapsed() < timeout {
-            std::thread::sleep(Duration::from_micros(200));
-        }
+    }
+    LogRead {
+        epoch: (!frames.is_empty()).then_some(epoch).flatten(),
+        frames,
+        damage,
     }
 }
 
-/// Whether a live log's first frame, if any, is of an epoch already committed.
-fn caught_up(f: &File) -> bool {
-    let mut head = [0u8; HEAD as usize + HEADER];
-    if read_at(f, &mut head, 0).is_err() {
-        return true;
+/// Why the bytes from `at`, where the frames of `epoch` stopped checking out before their end
+/// marker, are damage rather than a write cut short by a kill, if they are.
+fn damage_after(all: &[u8], at: usize, epoch: Option<u64>, committed: u64) -> Option<String> {
+    let ours = |e: u64| epoch.map_or(e > committed, |x| e == x);
+    // A frame or marker of the epoch further on: the frames are written one after the other, so
+    // something between was lost.
+    let further = (at + 1..all.len().saturating_sub(HEADER - 1)).find(|&i| {
+        let e = u64::from_le_bytes(all[i + 8..i + 16].try_into().unwrap_or_default());
+        ours(e) && frame_at(all, i).is_some()
+    });
+    if let Some(i) = further {
+        return Some(format!(
+            "the frame at byte {at} does not check out, and a later one at byte {i} does"
+        ));
     }
-    let committed = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
-    let first = u64::from_le_bytes(head[24..32].try_into().unwrap_or_default());
-    let len = u32::from_le_bytes(head[16..20].try_into().unwrap_or_default());
-    len == 0 || first <= committed
+    // A write of the epoch cut short: its header says so, or the cut is at a page boundary.
+    let cut_header = all
+        .get(at + 8..at + 16)
+        .map(|e| u64::from_le_bytes(e.try_into().unwrap_or_default()))
+        .is_some_and(ours);
+    let page_cut = (at..=at + HEADER).any(|i| i % TEAR == 0);
+    if cut_header || page_cut {
+        return None;
+    }
+    Some(if at >= all.len() {
+        format!("it ends at byte {at} without its end marker (cut short)")
+    } else {
+        format!("the frame at byte {at} does not check out")
+    })
 }
 
 #[cfg(unix)]
@@ -387,54 +535,108 @@ fn rand_u32() -> u32 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn frames_come_back_until_one_is_cut_short_or_older() {
+    fn log_with(frames: &[&[u8]]) -> (tempfile::TempDir, AppendLog) {
         let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("s.db");
-        let mut log = AppendLog::create(&store).unwrap();
+        let mut log = AppendLog::create(&dir.path().join("s.db")).unwrap();
         let mut buf = Vec::new();
-        log.write(b"one", &mut buf).unwrap();
-        log.write(b"two", &mut buf).unwrap();
-        log.write(b"three", &mut buf).unwrap();
-        assert_eq!(
-            log.frames().unwrap(),
-            vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]
-        );
+        for f in frames {
+            log.write(f, &mut buf).unwrap();
+        }
+        (dir, log)
+    }
+
+    fn bytes(log: &AppendLog) -> Vec<u8> {
+        std::fs::read(&log.path).unwrap()
+    }
+
+    #[test]
+    fn frames_come_back_until_the_end_marker_and_not_once_committed() {
+        let (_dir, mut log) = log_with(&[b"one", b"two", b"three"]);
+        let r = log.frames().unwrap();
+        assert_eq!(r.frames, vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]);
+        assert_eq!((r.epoch, r.damage), (Some(1), None));
         // Emptied, then written over: what follows the new frames is older, and not read.
         log.clear().unwrap();
-        assert!(log.frames().unwrap().is_empty());
+        assert_eq!(log.frames().unwrap(), LogRead::default());
+        let mut buf = Vec::new();
         log.write(b"four", &mut buf).unwrap();
-        assert_eq!(log.frames().unwrap(), vec![b"four".to_vec()]);
-        let mut raw = File::open(&log.path).unwrap();
-        assert_eq!(
-            read_frames(&mut raw, &log.path).unwrap(),
-            vec![b"four".to_vec()],
-            "an older frame ends the log"
-        );
-        // A frame the writer was killed in the middle of ends it too.
-        let torn = OpenOptions::new().write(true).open(&log.path).unwrap();
-        write_at(&torn, &[9, 0, 0, 0, 1, 2], log.pos).unwrap();
-        assert_eq!(
-            read_frames(&mut File::open(&log.path).unwrap(), &log.path)
-                .unwrap()
-                .len(),
-            1
-        );
+        let r = log.frames().unwrap();
+        assert_eq!((r.frames, r.epoch, r.damage), (vec![b"four".to_vec()], Some(2), None));
+        assert_eq!(parse(&head(0)), LogRead::default(), "a header alone holds nothing");
+        assert_eq!(parse(&[]), LogRead::default(), "nor does a file made and never written");
+    }
+
+    #[test]
+    fn a_write_cut_short_by_a_kill_is_no_damage() {
+        let (_dir, log) = log_with(&[b"one", b"two"]);
+        let clean = bytes(&log);
+        // The next frame's header written, its payload not (the tail of a write cut short).
+        let mut torn = clean[..log.pos as usize].to_vec();
+        let mut next = Vec::new();
+        frame(&mut next, 1, &[7u8; 100]);
+        torn.extend_from_slice(&next[..40]);
+        let r = parse(&torn);
+        assert_eq!((r.frames.len(), r.damage), (2, None));
+        // A long frame cut at a page boundary, its header with the rest of the first page.
+        let long = vec![b'x'; 3 * TEAR];
+        let mut cut = clean[..log.pos as usize].to_vec();
+        let mut next = Vec::new();
+        frame(&mut next, 1, &long);
+        cut.extend_from_slice(&next);
+        cut.truncate(TEAR);
+        let r = parse(&cut);
+        assert_eq!((r.frames.len(), r.damage), (2, None));
+    }
+
+    #[test]
+    fn damage_is_told_from_a_torn_write() {
+        let (_dir, log) = log_with(&[b"first frame", b"second frame", b"third frame"]);
+        let clean = bytes(&log);
+        let second = HEAD as usize + HEADER + b"first frame".len();
+        // A bit flipped in the second frame: the third still checks out.
+        let mut flipped = clean.clone();
+        flipped[second + HEADER + 2] ^= 0x10;
+        let r = parse(&flipped);
+        assert_eq!(r.frames, vec![b"first frame".to_vec()]);
+        assert!(r.damage.unwrap().contains(&format!("byte {second}")));
+        // The last frame flipped: its end marker still checks out.
+        let mut last = clean.clone();
+        let third = log.pos as usize - b"third frame".len();
+        last[third] ^= 1;
+        assert!(parse(&last).damage.is_some());
+        // Zeroed from the second frame on, or cut short mid-frame or at a frame's end.
+        let mut zeroed = clean.clone();
+        zeroed[second..].fill(0);
+        assert!(parse(&zeroed).damage.is_some());
+        assert!(parse(&clean[..second + 5]).damage.is_some());
+        assert!(parse(&clean[..log.pos as usize]).damage.is_some());
+        // The header zeroed, or the whole log: told, and what it holds is still given.
+        let mut head_zero = clean.clone();
+        head_zero[..HEAD as usize].fill(0);
+        let r = parse(&head_zero);
+        assert_eq!((r.frames.len(), r.damage.as_deref()), (3, Some(BAD_HEAD)));
+        assert!(parse(&vec![0; clean.len()]).damage.is_some());
     }
 
     #[test]
     fn a_live_log_is_no_orphan_and_a_dropped_one_is_removed() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, log) = log_with(&[b"x"]);
         let store = dir.path().join("s.db");
-        let mut log = AppendLog::create(&store).unwrap();
-        log.write(b"x", &mut Vec::new()).unwrap();
         assert!(orphans(&store).is_empty(), "locked by its live owner");
+        match others(&store, None).pop() {
+            Some(OtherLog::Live(l)) => {
+                assert_eq!(l.pending(), Some(1));
+                assert!(!l.caught_up(1));
+                assert_eq!(l.read().unwrap().frames, vec![b"x".to_vec()]);
+            }
+            _ => panic!("expected the live log"),
+        }
         let path = log.path.clone();
         drop(log);
         // Left with a frame in it (as after a failed commit), it is an orphan once unlocked.
         let mut found = orphans(&store);
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].frames().unwrap(), vec![b"x".to_vec()]);
+        assert_eq!(found[0].read().unwrap().frames, vec![b"x".to_vec()]);
         found.pop().unwrap().remove();
         assert!(!path.exists());
         let empty = AppendLog::create(&store).unwrap();
@@ -444,19 +646,20 @@ mod tests {
     }
 
     #[test]
-    fn a_raised_hand_is_seen_once_and_for_a_moment() {
-        let dir = tempfile::tempdir().unwrap();
+    fn a_deleted_log_is_noticed_and_a_damaged_one_kept_aside() {
+        let (dir, log) = log_with(&[b"x"]);
         let store = dir.path().join("s.db");
-        let mut a = AppendLog::create(&store).unwrap();
-        a.write(b"x", &mut Vec::new()).unwrap();
-        assert!(!a.contended(), "its own writes are no raised hand");
-        raise_hand(&store);
-        a.checked = None;
-        assert!(a.contended());
-        a.checked = None;
-        assert!(a.contended(), "for CONTENDED_FOR after");
-        a.contended_until = Some(Instant::now());
-        a.checked = None;
-        assert!(!a.contended(), "the hand seen once is not seen again");
+        assert!(!log.unlinked());
+        std::fs::remove_file(&log.path).unwrap();
+        assert!(log.unlinked());
+        let path = log.path.clone();
+        std::fs::write(&path, b"garbage that is no log at all").unwrap();
+        drop(log);
+        let mut found = orphans(&store);
+        assert!(found[0].read().unwrap().damage.is_some());
+        let kept = found.pop().unwrap().keep_damaged();
+        assert!(kept.exists() && !path.exists());
+        assert!(orphans(&store).is_empty(), "a damaged log is not replayed again");
+        assert_eq!(damaged_logs(&store), vec![kept]);
     }
 }

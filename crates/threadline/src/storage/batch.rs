@@ -1,64 +1,125 @@
-//! Appends to a SQLite store in batches: several appends share one SQLite transaction, and each
-//! is acknowledged once its frame is in the append log (`append_log.rs`).
+//! Appends to a SQLite store in batches: an append is acknowledged once its frame is in the
+//! append log (`append_log.rs`), and its rows are written to SQLite later, with those of the
+//! other appends of the last few milliseconds, in one short transaction.
 //!
 //! Why: a SQLite commit writes every page the append dirtied (the record's, each index's, the
 //! session row's) to the WAL, takes and drops the WAL locks, and that was half of an append. A
 //! batch writes those pages once for many appends. The log is the commit point: a killed process
-//! leaves its frames in the page cache, and the next process to open the store, or to take over
-//! one of its sessions, replays them.
+//! leaves its frames in the page cache, and the next process to open the store, to take over one
+//! of its sessions, or to read, replays them.
 //!
-//! A batch commits when it holds `MAX_APPENDS` appends, when it is `MAX_AGE` old (at the next
-//! append, or from the flusher thread when no append comes), before any other transaction on the
-//! connection, when the store closes, and when the process exits normally. Other processes see an
-//! append once its batch commits, within about `MAX_AGE`. While another process waits for the
-//! write lock, every append commits on its own, as before batches, so no writer is starved.
+//! An append does not take SQLite's write lock: its writes whose results nobody reads (the
+//! record's row, its blobs, its journal rows) are staged here, and run at the flush, which takes
+//! the lock only for as long as it runs them and commits. So a process that is stopped (Ctrl-Z,
+//! a frozen container) or slow between two appends holds no lock another process waits for. A
+//! read in this process runs after the flush (or, inside an append, sees the staged writes by
+//! running them in a transaction the append then commits: `promote`), unless it cannot be
+//! affected by them (`read_unaffected`): the reads an append makes in the common case.
+//!
+//! A batch is flushed when it holds `MAX_APPENDS` appends or is `MAX_AGE` old (at the next
+//! append, or from the flusher thread when no append comes), before any other use of the
+//! connection, when the store closes, and when the process exits normally. Those flushes do not
+//! wait for the write lock: a batch that finds it taken is flushed a moment later. Other
+//! processes see an append once its batch is flushed, within about `MAX_AGE`; a reader that waits
+//! longer replays the log itself (`session/replay.rs`).
 //!
 //! Only stores opened with durability 'process' batch: 'power' commits each append with an
 //! fsync, which a batch would not save.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
-use crate::storage::append_log::AppendLog;
+use rusqlite::types::Value;
+use rusqlite::Connection;
 
-/// The most appends one batch holds.
+use crate::error::{Error, Result};
+use crate::storage::append_log::{AppendLog, LogRead, Orphan};
+
+/// The most appends one batch holds before it is flushed.
 const MAX_APPENDS: u32 = 64;
-/// The longest a batch stays open.
+/// The longest a batch stays unflushed when the write lock is free.
 pub(crate) const MAX_AGE: Duration = Duration::from_millis(2);
+/// A batch that could not be flushed for this many appends makes the next append wait for the
+/// write lock (and fail with STORE_BUSY past busyTimeoutMs): memory stays bounded.
+const MAX_STAGED_APPENDS: u32 = 4096;
 
-/// A connection's batch: its log, and the transaction open for it.
+/// A connection's batch: its log, and the writes staged for its flush.
 #[derive(Default)]
 pub(crate) struct Batch {
-    /// the store file (not in memory): for a hand raised while waiting, and for `see_writers`
+    /// the store file's canonical path (not in memory)
     store: Option<Arc<Path>>,
     /// None: this connection does not batch (read-only, in memory, durability 'power').
     log: RefCell<Option<AppendLog>>,
-    /// when the open batch began; None when no batch is open
+    /// how long an append may wait for the write lock (the store's busyTimeoutMs)
+    busy: Duration,
+    /// when the first append of the unflushed batch was acknowledged; None when there is none
     opened: Cell<Option<Instant>>,
     appends: Cell<u32>,
-    /// the sessions written in the open batch, in the order of their last write, with their
-    /// record counts (the seq after their last record): their rows are updated once, at the
-    /// commit (`write_order.rs`)
+    /// the writes of the acknowledged appends, in order, run at the flush
+    staged: RefCell<Vec<Staged>>,
+    /// the sessions written in the batch, in the order of their last write, with their record
+    /// counts (the seq after their last record): their rows are updated once, at the flush
+    /// (`write_order.rs`)
     touched: RefCell<Vec<Touch>>,
-    /// the log holds frames that are not in SQLite (a batch failed to commit): they are replayed
-    /// before the next write
+    /// what the staged writes hold, for the reads that need not see them
+    notes: RefCell<Notes>,
+    /// the append in progress, if any
+    current: Cell<Option<Current>>,
+    /// a read of the append in progress is running that staged writes cannot affect
+    unaffected: Cell<bool>,
+    /// the log holds frames that are not in SQLite (a flush failed, or another process replayed
+    /// them first): they are replayed before the next write
     owed: Cell<bool>,
     frame: RefCell<Vec<u8>>,
+    /// transactions begun inside the append in progress, which runs in its own (`promote`)
+    nested: Cell<u32>,
+    /// logs of processes that are gone, replayed in the open transaction: removed once it commits
+    after_commit: RefCell<Vec<Orphan>>,
 }
 
-/// What a batch needs from its connection: running a statement.
-pub(crate) trait Control {
-    fn run(&self, sql: &'static str) -> Result<()>;
-    fn in_transaction(&self) -> bool;
-    /// Runs `sql` with a session's number and record count (`Touch`).
-    fn run_touch(&self, sql: &'static str, num: i64, records: u64) -> Result<()>;
+/// A write staged for the flush.
+struct Staged {
+    sql: &'static str,
+    params: Vec<Value>,
 }
 
-/// A session row's update that waits for the batch's commit: `sql` (from `write_order.rs`) with
+/// What the staged writes hold, by session: a read of something else need not see them.
+#[derive(Default)]
+struct Notes {
+    sessions: HashSet<i64>,
+    uuids: HashSet<(i64, String)>,
+    keys: HashSet<(i64, String)>,
+    calls: HashSet<(i64, String)>,
+}
+
+/// The append in progress: its session, where its staged writes begin, and whether a read made
+/// it run the batch's writes in a transaction of its own (which it commits when it ends).
+#[derive(Clone, Copy)]
+struct Current {
+    num: i64,
+    mark: usize,
+    promoted: bool,
+    /// the session's row update the batch held before the append (`touched`)
+    prior: Option<Touch>,
+}
+
+/// What a read of the append in progress looks up (`read_unaffected`).
+pub(crate) enum Probe<'a> {
+    /// anything of the session
+    Session,
+    /// the record with this uuid
+    Uuid(&'a str),
+    /// records of this response key
+    Key(&'a str),
+    /// the journal entry of this tool call id
+    Call(&'a str),
+}
+
+/// A session row's update that waits for the batch's flush: `sql` (from `write_order.rs`) with
 /// the session's number and record count.
 #[derive(Clone, Copy)]
 pub(crate) struct Touch {
@@ -67,11 +128,50 @@ pub(crate) struct Touch {
     pub records: u64,
 }
 
+thread_local! {
+    /// This thread's next wait for the write lock gives up at once (`wait_busy` reads it).
+    static NO_WAIT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the current wait for a write lock is to give up at once (see `NO_WAIT`).
+pub(crate) fn no_wait() -> bool {
+    NO_WAIT.get()
+}
+
+fn run(c: &Connection, sql: &'static str) -> Result<()> {
+    c.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
+/// Takes the write lock; false, without waiting, if another connection holds it and `wait` is
+/// false.
+fn begin(c: &Connection, wait: bool) -> Result<bool> {
+    NO_WAIT.set(!wait);
+    let r = run(c, "BEGIN IMMEDIATE");
+    NO_WAIT.set(false);
+    match r {
+        Ok(()) => Ok(true),
+        Err(Error::StoreBusy(_)) if !wait => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn rollback(c: &Connection) {
+    if !c.is_autocommit() {
+        let _ = run(c, "ROLLBACK");
+    }
+}
+
+fn is_constraint(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation)
+}
+
 impl Batch {
-    pub fn new(store: Option<&Path>, log: Option<AppendLog>) -> Batch {
+    pub fn new(store: Option<&Path>, log: Option<AppendLog>, busy: Duration) -> Batch {
         Batch {
             store: store.map(Arc::from),
             log: RefCell::new(log),
+            busy,
             ..Batch::default()
         }
     }
@@ -84,26 +184,223 @@ impl Batch {
         self.opened.get().is_some_and(|t| t.elapsed() >= age)
     }
 
+    /// Whether an append to stage writes is in progress (its writes are staged, not run).
+    pub fn staging(&self) -> bool {
+        self.current.get().is_some_and(|c| !c.promoted)
+    }
+
     /// Starts or joins a batch for an append. False when the append is to commit on its own: the
-    /// connection does not batch, or another process waits for the write lock (then any open
-    /// batch is committed first).
-    pub fn join(&self, c: &impl Control) -> Result<bool> {
-        let alone = match self.log.borrow_mut().as_mut() {
+    /// connection does not batch, or its disk is nearly full (then the batch is flushed first).
+    pub fn join(&self, c: &Connection) -> Result<bool> {
+        let (roomy, unlinked) = match self.log.borrow().as_ref() {
             None => return Ok(false),
-            Some(log) => !log.contended() && (self.is_open() || log.roomy()),
+            Some(log) => (self.is_open() || log.roomy(), log.unlinked()),
         };
-        if !alone {
+        if unlinked {
+            // Deleted under this process: what it held is committed at once, and a new log
+            // takes its place, so what is acknowledged next survives a kill.
+            self.commit(c)?;
+            self.replace_log()?;
+            if let Some(store) = &self.store {
+                crate::storage::notice::note(
+                    store,
+                    "log_deleted",
+                    "this process's append log was deleted while in use; what it held was \
+                     committed and a new log replaces it"
+                        .into(),
+                );
+            }
+        }
+        if !roomy {
             self.commit(c)?;
             return Ok(false);
         }
+        let stuck = self.appends.get() >= MAX_STAGED_APPENDS || self.older_than(self.busy);
+        if stuck {
+            // Flushed for too long: the write lock is waited for here, as a commit would.
+            self.commit(c)?;
+        }
         if self.opened.get().is_none() {
-            self.holding_hand(|| c.run("BEGIN IMMEDIATE"))?;
             self.opened.set(Some(Instant::now()));
             OPEN.fetch_add(1, Ordering::AcqRel);
             self.appends.set(0);
             wake();
         }
         Ok(true)
+    }
+
+    fn replace_log(&self) -> Result<()> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let fresh = AppendLog::create(store)?;
+        if let Some(old) = self.log.borrow_mut().replace(fresh) {
+            // Its path now names nothing of this process's: nothing is removed with it.
+            old.disown();
+        }
+        Ok(())
+    }
+
+    /// An append to session `num` begins: its writes are staged until it ends.
+    pub fn begin_append(&self, num: i64) {
+        self.current.set(Some(Current {
+            num,
+            mark: self.staged.borrow().len(),
+            promoted: false,
+            prior: self.touched.borrow().iter().find(|t| t.num == num).copied(),
+        }));
+    }
+
+    /// Stages a write of the append in progress.
+    pub fn stage(&self, sql: &'static str, params: Vec<Value>) {
+        self.staged.borrow_mut().push(Staged { sql, params });
+    }
+
+    /// Notes a record staged for session `num`, with its uuid and response key.
+    pub fn note_record(&self, num: i64, uuid: &str, key: Option<&str>) {
+        if !self.staging() {
+            return;
+        }
+        let mut notes = self.notes.borrow_mut();
+        notes.sessions.insert(num);
+        notes.uuids.insert((num, uuid.to_string()));
+        if let Some(k) = key {
+            notes.keys.insert((num, k.to_string()));
+        }
+    }
+
+    /// Notes a tool call's journal entry staged for session `num`.
+    pub fn note_call(&self, num: i64, id: &str) {
+        if self.staging() {
+            self.notes.borrow_mut().calls.insert((num, id.to_string()));
+        }
+    }
+
+    /// Runs `read` (a read of session `num` looking up `probe`) without the staged writes when
+    /// they cannot affect it; else as any read (which sees them).
+    pub fn read_unaffected<T>(&self, num: i64, probe: Probe<'_>, read: impl FnOnce() -> T) -> T {
+        let notes = self.notes.borrow();
+        let unaffected = self.staging()
+            && match probe {
+                Probe::Session => !notes.sessions.contains(&num),
+                Probe::Uuid(u) => !notes.uuids.contains(&(num, u.to_string())),
+                Probe::Key(k) => !notes.keys.contains(&(num, k.to_string())),
+                Probe::Call(id) => !notes.calls.contains(&(num, id.to_string())),
+            };
+        drop(notes);
+        if !unaffected {
+            return read();
+        }
+        self.unaffected.set(true);
+        let out = read();
+        self.unaffected.set(false);
+        out
+    }
+
+    /// Before a read on the connection: it is to see every acknowledged append. Inside an append
+    /// the staged writes are run in a transaction the append commits (`promote`); elsewhere the
+    /// batch is flushed.
+    pub fn before_read(&self, c: &Connection) -> Result<()> {
+        if self.unaffected.get() || self.staged.borrow().is_empty() {
+            return Ok(());
+        }
+        if self.staging() {
+            self.promote(c)
+        } else {
+            self.commit(c)
+        }
+    }
+
+    /// A transaction begins on the connection. Inside an append, unless only reads the staged
+    /// writes cannot affect run in it, it is part of the append's own (promoted) transaction:
+    /// true, and no statement is to be run.
+    pub fn transaction_begins(&self, c: &Connection) -> Result<bool> {
+        match self.current.get() {
+            Some(_) if self.unaffected.get() => Ok(false),
+            Some(cur) => {
+                if !cur.promoted {
+                    self.promote(c)?;
+                }
+                self.nested.set(self.nested.get() + 1);
+                Ok(true)
+            }
+            None => {
+                self.commit(c)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// A transaction ends on the connection: true if it was part of the append's own
+    /// (`transaction_begins`), which ends with the append.
+    pub fn transaction_ends(&self) -> bool {
+        let n = self.nested.get();
+        if n == 0 {
+            return false;
+        }
+        self.nested.set(n - 1);
+        true
+    }
+
+    /// Before a write that is not staged (its result is read, or it is no append's): the staged
+    /// writes go first.
+    pub fn before_write(&self, c: &Connection) -> Result<()> {
+        match self.current.get() {
+            Some(cur) if !cur.promoted => self.promote(c),
+            Some(_) => Ok(()),
+            // In a transaction of its own, the batch was flushed when it began.
+            None => self.commit(c),
+        }
+    }
+
+    /// The append in progress needs its writes seen: the staged writes run now, in a transaction
+    /// the append commits when it ends. If another process replayed this one's log first (it
+    /// waited for a flush that did not come: this process was stopped), the staged rows are there
+    /// already: the append fails (STORE_BUSY, nothing of it written) and the log is owed.
+    fn promote(&self, c: &Connection) -> Result<()> {
+        let Some(mut cur) = self.current.get() else {
+            return Ok(());
+        };
+        begin(c, true)?;
+        if let Err(e) = self.run_staged(c) {
+            rollback(c);
+            if is_constraint(&e) {
+                // This process was stopped (or starved) mid-append long enough for a reader to
+                // replay its log: the acknowledged appends are in SQLite, this one is not made.
+                self.drop_staged_as_owed();
+                return Err(Error::StoreBusy(
+                    "another process replayed this one's acknowledged appends while it was \
+                     stopped; nothing of this append was written: retry it"
+                        .into(),
+                ));
+            }
+            return Err(e.into());
+        }
+        self.staged.borrow_mut().clear();
+        *self.notes.borrow_mut() = Notes::default();
+        cur.promoted = true;
+        cur.mark = 0;
+        self.current.set(Some(cur));
+        Ok(())
+    }
+
+    /// The staged writes did not run (they clashed with rows another process replayed from the
+    /// log, or the disk failed): what the log holds is owed to SQLite, replayed from the log
+    /// (which leaves what is there as it is), and the staged writes are dropped.
+    fn drop_staged_as_owed(&self) {
+        self.staged.borrow_mut().clear();
+        self.touched.borrow_mut().clear();
+        *self.notes.borrow_mut() = Notes::default();
+        self.owed.set(true);
+        self.close_batch();
+    }
+
+    fn run_staged(&self, c: &Connection) -> rusqlite::Result<()> {
+        for s in self.staged.borrow().iter() {
+            c.prepare_cached(s.sql)?
+                .execute(rusqlite::params_from_iter(s.params.iter()))?;
+        }
+        Ok(())
     }
 
     /// Writes an append's frame to the log: the append is acknowledged when this returns.
@@ -117,20 +414,115 @@ impl Batch {
         Ok(())
     }
 
-    /// After an append joined the batch: commits it if it is full or old enough.
-    pub fn commit_if_due(&self, c: &impl Control) -> Result<()> {
+    /// The append in progress ends, acknowledged (`ok`) or not. One that was promoted commits
+    /// its transaction now (the batch with it); a failed one leaves the batch as it was before
+    /// it. Err only when a promoted append's commit failed (what it held is then owed).
+    pub fn end_append(&self, c: &Connection, ok: bool) -> Result<()> {
+        let Some(cur) = self.current.take() else {
+            return Ok(());
+        };
+        if !cur.promoted {
+            if !ok && self.is_open() {
+                self.staged.borrow_mut().truncate(cur.mark);
+                let mut touched = self.touched.borrow_mut();
+                touched.retain(|t| t.num != cur.num);
+                touched.extend(cur.prior);
+                drop(touched);
+                if self.staged.borrow().is_empty() && self.log_is_empty() {
+                    self.close_batch();
+                }
+            }
+            return Ok(());
+        }
+        if !ok {
+            rollback(c);
+            self.touched.borrow_mut().clear();
+            self.owed.set(!self.log_is_empty());
+            self.close_batch();
+            return Ok(());
+        }
+        self.finish(c)
+    }
+
+    fn log_is_empty(&self) -> bool {
+        self.log.borrow().as_ref().is_none_or(AppendLog::is_empty)
+    }
+
+    /// Commits the open transaction with the batch's row updates, and empties the log.
+    fn finish(&self, c: &Connection) -> Result<()> {
+        let touched = std::mem::take(&mut *self.touched.borrow_mut());
+        let done = touched
+            .iter()
+            .try_for_each(|t| {
+                c.prepare_cached(t.sql)?
+                    .execute(rusqlite::params![t.num, t.records as i64])?;
+                Ok(())
+            })
+            .and_then(|()| run(c, "COMMIT"));
+        self.close_batch();
+        if let Err(e) = done {
+            rollback(c);
+            self.owed.set(true);
+            return Err(e);
+        }
+        self.emptied()
+    }
+
+    fn close_batch(&self) {
+        if self.opened.take().is_some() {
+            OPEN.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// After an append joined the batch: flushes it if it is full or old enough, unless the write
+    /// lock is taken (then the flusher thread tries again).
+    pub fn commit_if_due(&self, c: &Connection) -> Result<()> {
         match self.opened.get() {
             Some(t) if self.appends.get() >= MAX_APPENDS || t.elapsed() >= MAX_AGE => {
-                self.commit(c)
+                self.flush(c, false).map(|_| ())
             }
             _ => Ok(()),
         }
     }
 
+    /// Flushes the batch if it began `age` ago or earlier, unless the write lock is taken.
+    pub fn flush_if_older(&self, c: &Connection, age: Duration) -> Result<()> {
+        if self.older_than(age) {
+            self.flush(c, false)?;
+        }
+        Ok(())
+    }
+
+    /// Flushes the batch, waiting for the write lock as any write does.
+    pub fn commit(&self, c: &Connection) -> Result<()> {
+        self.flush(c, true).map(|_| ())
+    }
+
+    /// Runs the staged writes and the row updates in one transaction and empties the log. False
+    /// if the write lock was taken and `wait` is false: the batch is left as it is. If the flush
+    /// fails, the frames stay in the log, owed to SQLite: the next write replays them first.
+    fn flush(&self, c: &Connection, wait: bool) -> Result<bool> {
+        if self.current.get().is_some() || !self.is_open() {
+            return Ok(true);
+        }
+        if !begin(c, wait)? {
+            return Ok(false);
+        }
+        if let Err(e) = self.run_staged(c) {
+            rollback(c);
+            self.drop_staged_as_owed();
+            return Err(e.into());
+        }
+        self.staged.borrow_mut().clear();
+        *self.notes.borrow_mut() = Notes::default();
+        self.finish(c)?;
+        Ok(true)
+    }
+
     /// Inside the open batch, a write's update of its session's row (`write_order.rs`) is made at
-    /// the commit instead: one update per session and batch. False when no batch is open.
+    /// the flush instead: one update per session and batch. False when no batch is open.
     pub fn defer_touch(&self, touch: Touch) -> bool {
-        if !self.is_open() {
+        if !self.is_open() || self.current.get().is_none() {
             return false;
         }
         let mut touched = self.touched.borrow_mut();
@@ -139,58 +531,21 @@ impl Batch {
         true
     }
 
-    /// The record count session `num`'s row will hold when the open batch commits, if the batch
+    /// The record count session `num`'s row will hold when the batch is flushed, if the batch
     /// wrote to it: what a read inside the batch compares its records with.
     pub fn pending_count(&self, num: i64) -> Option<u64> {
         let touched = self.touched.borrow();
         touched.iter().find(|t| t.num == num).map(|t| t.records)
     }
 
-    /// Whether session `num` ends before `next` as far as the open batch knows: written in it by
-    /// this connection, which holds the write lock, so nobody else wrote since.
+    /// Whether session `num` ends before `next` as far as the batch knows: written in it by this
+    /// connection, the session's holder, so nobody else wrote since.
     pub fn tail_known(&self, num: i64, next: u64) -> bool {
         self.is_open() && self.pending_count(num) == Some(next)
     }
 
-    /// Commits the open batch, if any, and empties the log. If the commit fails, the frames stay
-    /// in the log, owed to SQLite: the next write replays them first.
-    pub fn commit(&self, c: &impl Control) -> Result<()> {
-        if self.opened.take().is_none() {
-            return Ok(());
-        }
-        OPEN.fetch_sub(1, Ordering::AcqRel);
-        let touched = std::mem::take(&mut *self.touched.borrow_mut());
-        let done = touched
-            .iter()
-            .try_for_each(|t| c.run_touch(t.sql, t.num, t.records))
-            .and_then(|()| c.run("COMMIT"));
-        if let Err(e) = done {
-            if c.in_transaction() {
-                let _ = c.run("ROLLBACK");
-            }
-            self.owed.set(true);
-            return Err(e);
-        }
-        self.emptied()
-    }
-
-    /// Drops the open batch after an append failed halfway through its writes: what the batch
-    /// held is in the log, owed to SQLite.
-    pub fn abandon(&self, c: &impl Control) {
-        if self.opened.take().is_none() {
-            return;
-        }
-        OPEN.fetch_sub(1, Ordering::AcqRel);
-        self.touched.borrow_mut().clear();
-        if c.in_transaction() {
-            let _ = c.run("ROLLBACK");
-        }
-        let logged = self.log.borrow().as_ref().is_some_and(|l| !l.is_empty());
-        self.owed.set(logged);
-    }
-
-    /// The frames owed to SQLite, if a commit failed.
-    pub fn owed(&self) -> Result<Option<Vec<Vec<u8>>>> {
+    /// The frames owed to SQLite, if a flush failed.
+    pub fn owed(&self) -> Result<Option<LogRead>> {
         if !self.owed.get() {
             return Ok(None);
         }
@@ -200,21 +555,14 @@ impl Batch {
         }
     }
 
-    /// Before a read that is to see every append acknowledged so far by any process (opening a
-    /// session, listing sessions): commits this connection's batch, and waits, at most `timeout`,
-    /// for live writers in other processes to commit theirs.
-    pub fn see_writers(&self, c: &impl Control, timeout: Duration) {
-        let _ = self.commit(c);
-        if let Some(store) = &self.store {
-            let log = self.log.borrow();
-            let own = log.as_ref().map(AppendLog::path);
-            crate::storage::append_log::await_live(store, own, timeout);
-        }
+    /// This connection's log, if it has one.
+    pub fn log_path(&self) -> Option<std::path::PathBuf> {
+        self.log.borrow().as_ref().map(|l| l.path().to_path_buf())
     }
 
-    /// Closes the log (its batch committed): the file goes with it.
+    /// Closes the log (its batch flushed): the file goes with it.
     pub fn close_log(&self) {
-        if !self.owed.get() {
+        if !self.owed.get() && !self.is_open() {
             self.log.borrow_mut().take();
         }
     }
@@ -228,13 +576,19 @@ impl Batch {
         }
     }
 
-    /// Runs `f` (which takes the write lock) ready to wait for it well: a wait commits this
-    /// process's other batches, and tells another process's (`wait_busy`).
-    pub fn holding_hand<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        WAITING_ON.with(|h| h.borrow_mut().clone_from(&self.store));
-        let out = f();
-        WAITING_ON.with(|h| h.borrow_mut().take());
-        out
+    /// Keeps `orphan` (replayed in the open transaction) locked until the transaction ends; it is
+    /// removed if it commits.
+    pub fn remove_after_commit(&self, orphan: Orphan) {
+        self.after_commit.borrow_mut().push(orphan);
+    }
+
+    /// The open transaction ended: committed (`committed`) or rolled back.
+    pub fn transaction_ended(&self, committed: bool) {
+        for o in std::mem::take(&mut *self.after_commit.borrow_mut()) {
+            if committed {
+                o.remove();
+            }
+        }
     }
 }
 
@@ -245,36 +599,6 @@ static OPEN: AtomicUsize = AtomicUsize::new(0);
 /// says whether it has one): a read through `own` is to see it (`Shared::lock`).
 pub(crate) fn open_elsewhere(own_open: bool) -> bool {
     OPEN.load(Ordering::Acquire) > usize::from(own_open)
-}
-
-thread_local! {
-    /// The store whose write lock this thread is taking.
-    static WAITING_ON: RefCell<Option<Arc<Path>>> = const { RefCell::new(None) };
-}
-
-/// Called from the busy handler while this thread waits for a write lock (`count` tries so far).
-/// The holder may be this process, through another connection to the same file (opened with
-/// other settings, or by another path): its batch is committed. Or another process: it is told.
-pub(crate) fn waiting(count: i32) {
-    WAITING_ON.with(|h| {
-        let Some(store) = &*h.borrow() else { return };
-        if count == 1 {
-            if let Some(commit_others) = COMMIT_OTHERS.get() {
-                commit_others();
-            }
-        }
-        if count == 2 || (count > 2 && count % 16 == 0) {
-            crate::storage::append_log::raise_hand(store);
-        }
-    });
-}
-
-/// What a wait for the write lock does to this process's other connections: commit their
-/// batches. Set by `open_file`, which knows the connections (this module cannot: they hold it).
-static COMMIT_OTHERS: OnceLock<fn()> = OnceLock::new();
-
-pub(crate) fn on_wait_commit(f: fn()) {
-    let _ = COMMIT_OTHERS.set(f);
 }
 
 /// Batches opened since the flusher thread (`open_file`) last looked.

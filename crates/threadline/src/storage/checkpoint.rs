@@ -386,11 +386,10 @@ unsafe extern "C" fn wait_busy(ctx: *mut c_void, count: c_int) -> c_int {
         WAIT_START.get().unwrap_or(now)
     };
     let waited = now.duration_since(start);
-    if waited >= timeout {
+    // A batch's flush does not wait: it is tried again a moment later (batch.rs).
+    if waited >= timeout || crate::storage::batch::no_wait() {
         return 0;
     }
-    // A writer kept waiting has the holder commit its batch of appends (batch.rs).
-    crate::storage::batch::waiting(count);
     let step = match count {
         0 => 20,
         1 => 50,

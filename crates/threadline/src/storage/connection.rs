@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::error::{Error, Result};
 use crate::model::options::{Durability, StoreOptions};
 use crate::storage::checkpoint::{self, Checkpointer};
+use crate::storage::db::Db;
 use crate::storage::open_file::{self, OpenFile};
 use crate::storage::schema;
 
@@ -36,6 +37,27 @@ pub(crate) fn open(path: &str, options: &StoreOptions, make_dirs: bool) -> Resul
         }
         Ok((conn, checkpointer))
     })
+}
+
+/// A writable connection of its own to the store file at `path`, for a readonly store that must
+/// replay what another process acknowledged (`session/replay.rs`): nothing else writes through
+/// it. STORE_IO if this process cannot write the file.
+pub(crate) fn open_for_replay(path: &str, options: &StoreOptions) -> Result<Db> {
+    let file = sqlite_filename(path);
+    let conn = Connection::open_with_flags(
+        &file,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    // SQLite opens a file it may not write read-only, without a word.
+    if conn.is_readonly("main")? {
+        return Err(Error::StoreIo(format!(
+            "this process cannot write '{path}'"
+        )));
+    }
+    checkpoint::set_busy_timeout(&conn, options.busy_timeout_ms)?;
+    schema::prepare(&conn, true)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON;")?;
+    Ok(Db::Sqlite(conn, Box::default()))
 }
 
 /// The name to hand SQLite for a path. SQLite reads a name that starts with `file:` as a URI

@@ -13,7 +13,7 @@ use tokio_postgres as postgres;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 
 use crate::error::{Error, Result};
-use crate::storage::batch::{Batch, Control};
+use crate::storage::batch::Batch;
 use crate::storage::postgres::client::PgClient;
 use crate::storage::postgres::error::mapped;
 use crate::storage::postgres::tails;
@@ -427,6 +427,10 @@ impl Db {
         }
     }
 
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self, Db::Sqlite(..))
+    }
+
     /// Whether a transaction is open on this connection.
     pub fn in_transaction(&self) -> bool {
         match self {
@@ -436,20 +440,37 @@ impl Db {
     }
 
     /// Runs a statement that begins (`open`) or ends a transaction. A transaction begins after
-    /// the open batch of appends, if any, is committed.
+    /// the batch of appends, if any, is flushed.
     pub(crate) fn transaction_control(&self, sql: &'static str, open: bool) -> Result<()> {
         match self {
             Db::Sqlite(c, batch) if open => {
-                batch.commit(c)?;
-                batch.holding_hand(|| c.run(sql))
+                if batch.transaction_begins(c)? {
+                    return Ok(());
+                }
+                c.run(sql)
             }
-            Db::Sqlite(c, _) => c.run(sql),
+            Db::Sqlite(c, batch) => {
+                if batch.transaction_ends() {
+                    return Ok(());
+                }
+                let r = c.run(sql);
+                batch.transaction_ended(sql == "COMMIT" && r.is_ok());
+                r
+            }
             Db::Postgres(p) => p.control(sql, open),
         }
     }
 
-    /// Starts or joins the batch of appends (`batch.rs`): true if the append is to be written
-    /// in it, false if it is to commit on its own transaction.
+    /// The SQLite connection's batch of appends (`batch.rs`); None on PostgreSQL.
+    pub fn batch(&self) -> Option<&Batch> {
+        match self {
+            Db::Sqlite(_, batch) => Some(batch),
+            Db::Postgres(_) => None,
+        }
+    }
+
+    /// Starts or joins the batch of appends (`batch.rs`): true if the append is to be staged in
+    /// it, false if it is to commit in a transaction of its own.
     pub fn join_batch(&self) -> Result<bool> {
         match self {
             Db::Sqlite(c, batch) => batch.join(c),
@@ -465,7 +486,44 @@ impl Db {
         }
     }
 
-    /// Whether a write's update of session `num`'s row waits for the open batch's commit
+    /// An append that joined the batch ends, acknowledged or not (`Batch::end_append`).
+    pub fn end_append(&self, ok: bool) -> Result<()> {
+        match self {
+            Db::Sqlite(c, batch) => batch.end_append(c, ok),
+            Db::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// Runs `read`, a read of session `num` looking up `probe`, without the writes the batch
+    /// staged when they cannot affect it (`Batch::read_unaffected`).
+    pub fn read_unaffected<T>(
+        &self,
+        num: i64,
+        probe: crate::storage::batch::Probe<'_>,
+        read: impl FnOnce() -> T,
+    ) -> T {
+        match self {
+            Db::Sqlite(_, batch) => batch.read_unaffected(num, probe, read),
+            Db::Postgres(_) => read(),
+        }
+    }
+
+    /// Notes a record of session `num` staged in the batch (its uuid and response key), for the
+    /// reads that need not see it.
+    pub fn note_record(&self, num: i64, uuid: &str, key: Option<&str>) {
+        if let Db::Sqlite(_, batch) = self {
+            batch.note_record(num, uuid, key);
+        }
+    }
+
+    /// Notes a tool call's journal entry of session `num` staged in the batch.
+    pub fn note_call(&self, num: i64, id: &str) {
+        if let Db::Sqlite(_, batch) = self {
+            batch.note_call(num, id);
+        }
+    }
+
+    /// Whether a write's update of session `num`'s row waits for the batch's flush
     /// (`Batch::defer_touch`).
     pub fn defer_touch(&self, touch: crate::storage::batch::Touch) -> bool {
         match self {
@@ -474,7 +532,7 @@ impl Db {
         }
     }
 
-    /// The record count session `num`'s row holds, once the open batch commits, when the batch
+    /// The record count session `num`'s row holds, once the batch is flushed, when the batch
     /// wrote to it (`Batch::pending_count`).
     pub fn pending_count(&self, num: i64) -> Option<u64> {
         match self {
@@ -483,7 +541,7 @@ impl Db {
         }
     }
 
-    /// Commits the batch if it is full or old enough.
+    /// Flushes the batch if it is full or old enough, unless the write lock is taken.
     pub fn commit_batch_if_due(&self) -> Result<()> {
         match self {
             Db::Sqlite(c, batch) => batch.commit_if_due(c),
@@ -491,15 +549,15 @@ impl Db {
         }
     }
 
-    /// Commits the batch if it began `age` ago or earlier.
+    /// Flushes the batch if it began `age` ago or earlier, unless the write lock is taken.
     pub fn commit_batch_if_older(&self, age: std::time::Duration) -> Result<()> {
         match self {
-            Db::Sqlite(c, batch) if batch.older_than(age) => batch.commit(c),
-            _ => Ok(()),
+            Db::Sqlite(c, batch) => batch.flush_if_older(c, age),
+            Db::Postgres(_) => Ok(()),
         }
     }
 
-    /// Commits the open batch, if any.
+    /// Flushes the batch, if any, waiting for the write lock as any write does.
     pub fn commit_batch(&self) -> Result<()> {
         match self {
             Db::Sqlite(c, batch) => batch.commit(c),
@@ -507,16 +565,7 @@ impl Db {
         }
     }
 
-    /// Before a read that is to see every acknowledged append (`Batch::see_writers`): at most
-    /// `busy_timeout_ms`, and 50 ms, is waited for other processes' batches.
-    pub fn see_writers(&self, busy_timeout_ms: u32) {
-        if let Db::Sqlite(c, batch) = self {
-            let ms = u64::from(busy_timeout_ms.min(50));
-            batch.see_writers(c, std::time::Duration::from_millis(ms));
-        }
-    }
-
-    /// Closes the append log after its batch was committed (the process exits).
+    /// Closes the append log after its batch was flushed (the process exits).
     pub fn close_log(&self) {
         if let Db::Sqlite(_, batch) = self {
             batch.close_log();
@@ -527,15 +576,8 @@ impl Db {
         matches!(self, Db::Sqlite(_, batch) if batch.is_open())
     }
 
-    /// Drops the open batch after an append failed halfway through its writes.
-    pub fn abandon_batch(&self) {
-        if let Db::Sqlite(c, batch) = self {
-            batch.abandon(c);
-        }
-    }
-
-    /// The frames of acknowledged appends that a failed commit left out of SQLite.
-    pub fn owed_appends(&self) -> Result<Option<Vec<Vec<u8>>>> {
+    /// The frames of acknowledged appends that a failed flush left out of SQLite.
+    pub fn owed_appends(&self) -> Result<Option<crate::storage::append_log::LogRead>> {
         match self {
             Db::Sqlite(_, batch) => batch.owed(),
             Db::Postgres(_) => Ok(None),
@@ -550,20 +592,16 @@ impl Db {
         }
     }
 
-    /// How many rows this connection has changed so far (SQLite): whether a failed write
-    /// changed anything.
-    pub fn total_changes(&self) -> u64 {
-        match self {
-            Db::Sqlite(c, _) => c.total_changes(),
-            Db::Postgres(_) => 0,
-        }
-    }
-
     /// A write whose result nobody reads before the transaction commits (an append's INSERT):
     /// on PostgreSQL it is held back and sent with the next statement, one round trip for
     /// several, and a failure fails that statement or the COMMIT.
+    /// On SQLite, inside an append that joined the batch, it is staged for the batch's flush.
     pub fn execute_later(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<()> {
         match self {
+            Db::Sqlite(_, batch) if batch.staging() => {
+                batch.stage(sql, params.iter().map(|v| Value::from(*v)).collect());
+                Ok(())
+            }
             Db::Sqlite(..) => self.execute(sql, params).map(|_| ()),
             Db::Postgres(p) => p.execute_later(sql, params),
         }
@@ -619,10 +657,14 @@ impl Db {
         }
     }
 
-    /// The SQLite connection, for what only the file has (pages, checkpoints, its FTS index).
+    /// The SQLite connection, for what only the file has (pages, checkpoints, its FTS index),
+    /// the batch of appends flushed first.
     pub fn sqlite(&self) -> Result<&Connection> {
         match self {
-            Db::Sqlite(c, ..) => Ok(c),
+            Db::Sqlite(c, batch) => {
+                batch.before_read(c)?;
+                Ok(c)
+            }
             Db::Postgres(_) => Err(Error::InvalidInput(
                 "this operation is not available on PostgreSQL stores yet".into(),
             )),
@@ -631,7 +673,10 @@ impl Db {
 
     pub fn execute(&self, sql: &'static str, params: &[ValueRef<'_>]) -> Result<usize> {
         match self {
-            Db::Sqlite(c, ..) => Ok(c.prepare_cached(sql)?.execute(sqlite_params(params))?),
+            Db::Sqlite(c, batch) => {
+                batch.before_write(c)?;
+                Ok(c.prepare_cached(sql)?.execute(sqlite_params(params))?)
+            }
             Db::Postgres(p) => p.execute(sql, params),
         }
     }
@@ -644,7 +689,8 @@ impl Db {
         f: impl FnOnce(&Row<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
         match self {
-            Db::Sqlite(c, ..) => {
+            Db::Sqlite(c, batch) => {
+                batch.before_read(c)?;
                 let mut stmt = c.prepare_cached(sql)?;
                 let mut rows = stmt.query(sqlite_params(params))?;
                 match rows.next()? {
@@ -667,7 +713,8 @@ impl Db {
         mut f: impl FnMut(&Row<'_>) -> Result<bool>,
     ) -> Result<()> {
         match self {
-            Db::Sqlite(c, ..) => {
+            Db::Sqlite(c, batch) => {
+                batch.before_read(c)?;
                 let mut stmt = c.prepare_cached(sql)?;
                 let mut rows = stmt.query(sqlite_params(params))?;
                 while let Some(r) = rows.next()? {
@@ -759,20 +806,15 @@ impl ToSql for PgArg<'_> {
     to_sql_checked!();
 }
 
-impl Control for Connection {
+/// Runs a statement with no parameters (transaction control).
+trait Run {
+    fn run(&self, sql: &'static str) -> Result<()>;
+}
+
+impl Run for Connection {
     fn run(&self, sql: &'static str) -> Result<()> {
         self.prepare_cached(sql)?.execute([])?;
         Ok(())
-    }
-
-    fn run_touch(&self, sql: &'static str, num: i64, records: u64) -> Result<()> {
-        self.prepare_cached(sql)?
-            .execute(rusqlite::params![num, records as i64])?;
-        Ok(())
-    }
-
-    fn in_transaction(&self) -> bool {
-        !self.is_autocommit()
     }
 }
 

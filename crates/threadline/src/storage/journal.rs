@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::model::message::{CallFact, MessageFacts, ResultFact};
+use crate::storage::batch::Probe;
 use crate::storage::checksum;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -346,7 +347,12 @@ pub fn answers_a_call(
     pending: &[String],
 ) -> Result<bool> {
     for r in &facts.results {
-        if pending.contains(&r.tool_use_id) || get(conn, session, &r.tool_use_id)?.is_some() {
+        let id = r.tool_use_id.as_str();
+        if pending.iter().any(|p| p == id)
+            || conn
+                .read_unaffected(session, Probe::Call(id), || get(conn, session, id))?
+                .is_some()
+        {
             return Ok(true);
         }
     }
@@ -376,7 +382,9 @@ pub fn on_message(
             state = CallState::Denied;
         }
         // Read (and checked) before it changes: the new checksum is of the new values.
-        let Some((e, outcome)) = get_raw(conn, session, &r.tool_use_id)? else {
+        let id = r.tool_use_id.as_str();
+        let found = conn.read_unaffected(session, Probe::Call(id), || get_raw(conn, session, id))?;
+        let Some((e, outcome)) = found else {
             continue;
         };
         if e.result_seq.is_some() {
@@ -446,6 +454,7 @@ fn request(
         outcome: None,
     }
     .sum();
+    conn.note_call(session, &call.id);
     conn.execute_later(
         "INSERT INTO tool_calls(session, id, kind, name, call_seq, ord, state, requested_ms, crc)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'requested', ?7, ?8) ON CONFLICT DO NOTHING",

@@ -7,6 +7,7 @@
 //! no descriptor, and dropping a store frees nothing that another still uses.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use rusqlite::Connection;
@@ -25,6 +26,9 @@ pub(crate) struct OpenFile {
     pub checkpointer: Option<Checkpointer>,
     /// Where the table lists it; None if it is not shared (in memory, or not found on disk).
     key: Option<Key>,
+    /// The file's canonical path (symlinks resolved): where its append logs are, whichever path
+    /// opened it. None in memory and on PostgreSQL.
+    real: Option<PathBuf>,
 }
 
 /// A file and the settings of its connections. The file is its canonical path (a relative
@@ -76,23 +80,32 @@ pub(crate) fn open(
     // this one is to see what was acknowledged.
     commit_batches();
     let (conn, checkpointer) = make()?;
+    // The logs are beside the real file, so every path to it (a symlink to the file or to a
+    // directory above it) finds the same logs; SQLite puts its own -wal and -shm files there too.
+    let real = (file != ":memory:")
+        .then(|| std::fs::canonicalize(file).ok())
+        .flatten();
     // Batches need a log beside the file; without one (a directory that cannot be written),
     // each append commits on its own.
-    let log =
-        (!options.readonly && options.durability == Durability::Process && file != ":memory:")
-            .then(|| AppendLog::create(std::path::Path::new(file)).ok())
-            .flatten();
+    let log = real
+        .as_deref()
+        .filter(|_| !options.readonly && options.durability == Durability::Process)
+        .and_then(|r| AppendLog::create(r).ok());
     let batches = log.is_some();
-    let on_disk = (file != ":memory:").then(|| std::path::Path::new(file));
+    let busy = std::time::Duration::from_millis(options.busy_timeout_ms.into());
     // Known now that the file exists. Another thread may have opened it meanwhile: then this
     // one stays unshared.
     let key = key_of(file, options);
     let mut table = table();
     let key = key.filter(|k| table.get(k).is_none_or(|e| e.file.strong_count() == 0));
     let open = Arc::new(OpenFile {
-        conn: Mutex::new(Db::Sqlite(conn, Box::new(Batch::new(on_disk, log)))),
+        conn: Mutex::new(Db::Sqlite(
+            conn,
+            Box::new(Batch::new(real.as_deref(), log, busy)),
+        )),
         checkpointer,
         key: key.clone(),
+        real,
     });
     if batches {
         register_batching(&open);
@@ -144,7 +157,13 @@ impl OpenFile {
             conn: Mutex::new(db),
             checkpointer: None,
             key: None,
+            real: None,
         })
+    }
+
+    /// The file's canonical path (see `real`).
+    pub(crate) fn real_path(&self) -> Option<PathBuf> {
+        self.real.clone()
     }
 }
 
@@ -179,7 +198,6 @@ fn batching() -> &'static Mutex<Vec<Weak<OpenFile>>> {
         let _ = std::thread::Builder::new()
             .name("threadline-batch".into())
             .spawn(commit_when_old);
-        batch::on_wait_commit(commit_batches);
         // SAFETY: `at_exit` is a plain function that only takes locks it can get without waiting.
         #[cfg(unix)]
         unsafe {

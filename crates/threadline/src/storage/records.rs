@@ -12,6 +12,7 @@ use crate::model::envelope::REWIND;
 use crate::model::options::{ForkedFrom, SessionInfo, Status};
 use crate::model::state::State;
 use crate::model::usage::Usage;
+use crate::storage::batch::Probe;
 use crate::storage::blob::{self, Expander};
 use crate::storage::checksum;
 use crate::storage::encode::{Encoded, MESSAGE_MARK};
@@ -117,6 +118,7 @@ pub(crate) fn insert(conn: &Db, r: &NewRecord<'_>) -> Result<()> {
     let mut all = [ValueRef::Null; checksum::col::ALL + 1];
     all[..checksum::col::ALL].copy_from_slice(&values);
     all[checksum::col::ALL] = written;
+    conn.note_record(r.id >> SEQ_BITS, r.uuid, r.response_key);
     conn.execute_later(
         concat!(
             "INSERT INTO records(",
@@ -132,11 +134,13 @@ pub(crate) fn insert(conn: &Db, r: &NewRecord<'_>) -> Result<()> {
 /// before an insert; `seq_of` checks what it reads).
 pub(crate) fn find_uuid(conn: &Db, num: i64, uuid: &str) -> Result<Option<u64>> {
     let (lo, hi) = schema::range(num);
-    let id: Option<i64> = conn.query_row(
-        "SELECT id FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1",
-        &args![uuid, lo, hi],
-        |r| r.get(0),
-    )?;
+    let id: Option<i64> = conn.read_unaffected(num, Probe::Uuid(uuid), || {
+        conn.query_row(
+            "SELECT id FROM records WHERE uuid = ?1 AND id BETWEEN ?2 AND ?3 LIMIT 1",
+            &args![uuid, lo, hi],
+            |r| r.get(0),
+        )
+    })?;
     Ok(id.map(|id| (id - lo) as u64))
 }
 
@@ -291,6 +295,10 @@ pub(crate) fn record(conn: &Db, num: i64, seq: u64) -> Result<Option<Map<String,
 }
 
 pub(crate) fn prior_usage(conn: &Db, key: &str, num: i64) -> Result<Option<Usage>> {
+    conn.read_unaffected(num, Probe::Key(key), || prior_usage_read(conn, key, num))
+}
+
+fn prior_usage_read(conn: &Db, key: &str, num: i64) -> Result<Option<Usage>> {
     let (lo, hi) = schema::range(num);
     conn.query_row(
         concat!(

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// "THLN"
 pub const APPLICATION_ID: i64 = 0x5448_4C4E;
-pub const VERSION: i64 = 5;
+pub const VERSION: i64 = 6;
 pub const SEQ_BITS: u32 = 36;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a store from version i to i + 1.
@@ -111,6 +111,17 @@ UPDATE sessions SET records = coalesce(
     // search, not here, so opening a large store stays quick.
     r#"
 ALTER TABLE sessions ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
+"#,
+    // Deleted sessions, by number: a number is never given to another session (sessions::insert),
+    // so a record acknowledged for a deleted session (in a dead process's append log) can never
+    // be replayed into a new one that took its id.
+    r#"
+CREATE TABLE deleted_sessions(
+  num INTEGER PRIMARY KEY,
+  id TEXT NOT NULL,
+  deleted_ms INTEGER NOT NULL
+);
+CREATE INDEX deleted_sessions_id ON deleted_sessions(id);
 "#,
 ];
 

@@ -61,6 +61,14 @@ pub(crate) fn num_and_prompt_key(conn: &Db, id: &str) -> Result<Option<(i64, Opt
     )
 }
 
+/// A new session's number on SQLite: above every number a session has had, deleted ones
+/// included (`delete`), so a number names one session forever.
+macro_rules! new_num {
+    () => {
+        "(SELECT max(coalesce((SELECT max(num) FROM sessions), 0), coalesce((SELECT max(num) FROM deleted_sessions), 0)) + 1)"
+    };
+}
+
 /// Inserts a new session's row (in the caller's write transaction); returns its number.
 pub(crate) fn insert(conn: &Db, id: &str, o: &SessionOptions, now_ms: i64) -> Result<i64> {
     let metadata = o
@@ -69,8 +77,16 @@ pub(crate) fn insert(conn: &Db, id: &str, o: &SessionOptions, now_ms: i64) -> Re
         .map(|m| serde_json::Value::Object(m.clone()).to_string());
     let num = conn
         .query_row(
-            "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata)
+            conn.pick(
+                concat!(
+                    "INSERT INTO sessions(num, id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata)
+         VALUES (",
+                    new_num!(),
+                    ", ?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6, ?7, ?8, ?9) RETURNING num"
+                ),
+                "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata)
          VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6, ?7, ?8, ?9) RETURNING num",
+            ),
             &args![id, o.project, o.title, o.provider, o.model, now_ms, o.context_window.map(|w| w as i64), o.prompt_key, metadata],
             |r| r.get(0),
         )?
@@ -100,6 +116,14 @@ pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
         "DELETE FROM blob_refs WHERE record BETWEEN ?1 AND ?2",
         &args![lo, hi],
     )?;
+    // SQLite: the number is kept, so no later session gets it (`new_num!`); PostgreSQL's
+    // numbers come from a sequence, never given twice.
+    if conn.is_sqlite() {
+        conn.execute(
+            "INSERT INTO deleted_sessions(num, id, deleted_ms) SELECT num, id, ?2 FROM sessions WHERE num = ?1",
+            &args![num, crate::model::clock::now_ms()],
+        )?;
+    }
     conn.execute("DELETE FROM sessions WHERE num = ?1", &args![num])?;
     journal::delete_session(conn, num)?;
     search_index::delete_session(conn, num)?;
@@ -152,8 +176,16 @@ pub(crate) fn read_row(conn: &Db, num: i64) -> Result<Row> {
 /// Inserts a session's row as given (an imported snapshot); returns its number.
 pub(crate) fn insert_row(conn: &Db, r: &Row) -> Result<i64> {
     conn.query_row(
-        "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from)
+        conn.pick(
+            concat!(
+                "INSERT INTO sessions(num, id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from)
+         VALUES (",
+                new_num!(),
+                ", ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING num"
+            ),
+            "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING num",
+        ),
         &args![r.id, r.project, r.title, r.provider, r.model, r.status, r.created_ms, r.updated_ms,
             r.context_window, r.prompt_key, r.metadata, r.forked_from],
         |r| r.get(0),
@@ -172,9 +204,18 @@ pub(crate) fn insert_fork(
     now_ms: i64,
 ) -> Result<i64> {
     conn.query_row(
-        "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from)
+        conn.pick(
+            concat!(
+                "INSERT INTO sessions(num, id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from)
+         SELECT ",
+                new_num!(),
+                ", ?1, project, coalesce(?2, title), provider, model, 'active', ?3, ?3, context_window, prompt_key, metadata, ?4
+         FROM sessions WHERE num = ?5 RETURNING num"
+            ),
+            "INSERT INTO sessions(id, project, title, provider, model, status, created_ms, updated_ms, context_window, prompt_key, metadata, forked_from)
          SELECT ?1, project, coalesce(?2, title), provider, model, 'active', ?3, ?3, context_window, prompt_key, metadata, ?4
          FROM sessions WHERE num = ?5 RETURNING num",
+        ),
         &args![id, title, now_ms, forked_from, source],
         |r| r.get(0),
     )?

@@ -3,12 +3,14 @@
 //! sessions this process holds.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::model::clock;
 use crate::model::options::StoreOptions;
+use crate::storage::append_log::LiveLog;
 use crate::storage::batch;
 use crate::storage::db::Db;
 use crate::storage::open_file::{self, OpenFile};
@@ -43,6 +45,9 @@ pub(crate) struct Shared {
     pub options: StoreOptions,
     /// sessions this process holds through this store, with the time of its last heartbeat
     owned: Mutex<HashMap<i64, i64>>,
+    /// live writers' logs this store replayed (`replay::see_writers`): the epoch and the number of
+    /// frames it replayed, so a reader does not wait for the same stopped writer again
+    adopted: Mutex<HashMap<PathBuf, (u64, usize)>>,
 }
 
 impl Drop for Shared {
@@ -63,7 +68,40 @@ impl Shared {
             path,
             options,
             owned: Mutex::new(HashMap::new()),
+            adopted: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The store file's canonical path (symlinks resolved), for a SQLite file on disk.
+    pub fn real_path(&self) -> Option<PathBuf> {
+        self.file.real_path()
+    }
+
+    /// Whether this process holds session `num` through this store (it claimed it and has not let
+    /// go): then no other process can have acknowledged records of it.
+    pub fn holds(&self, num: i64) -> bool {
+        self.owned().contains_key(&num)
+    }
+
+    /// Whether this store already replayed everything `log` holds now (its frames of `epoch`).
+    pub fn adopted_already(&self, path: &Path, epoch: u64, log: &LiveLog) -> bool {
+        let known = self
+            .adopted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .copied();
+        match known {
+            Some((e, n)) if e == epoch => log.read().is_ok_and(|r| r.frames.len() == n),
+            _ => false,
+        }
+    }
+
+    /// Notes that this store replayed `frames` frames of `epoch` from a live writer's `log`.
+    pub fn adopted(&self, path: &Path, epoch: u64, frames: usize) {
+        let mut a = self.adopted.lock().unwrap_or_else(|e| e.into_inner());
+        a.retain(|p, _| p.exists());
+        a.insert(path.to_path_buf(), (epoch, frames));
     }
 
     pub fn is_closed(&self) -> bool {

@@ -62,8 +62,8 @@ impl Store {
             crate::storage::shared::start_heartbeat(&shared);
         } else {
             // Appends a process that is gone acknowledged before they reached SQLite. Best effort:
-            // another process may hold the write lock now; they are replayed before any write to
-            // one of that process's sessions anyway.
+            // another process may hold the write lock now; they are replayed before any read or
+            // any take-over of one of that process's sessions anyway.
             let conn = shared.lock()?;
             let _ = replay::orphans(&shared, &conn);
         }
@@ -119,8 +119,7 @@ impl Store {
     /// the session was made with another.
     pub fn open_session(&self, id: &str, prompt_key: Option<&str>) -> Result<Session> {
         let found: Option<(i64, Option<String>)> = {
-            let conn = self.shared.lock().map_err(|e| e.during("openSession"))?;
-            conn.see_writers(self.shared.options.busy_timeout_ms);
+            let conn = self.reader().map_err(|e| e.during("openSession"))?;
             sessions::num_and_prompt_key(&conn, id).map_err(|e| e.during("openSession"))?
         };
         let Some((num, key)) = found else {
@@ -140,8 +139,7 @@ impl Store {
     /// Sessions, most recently updated first.
     pub fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionInfo>> {
         let run = || -> Result<Vec<SessionInfo>> {
-            let conn = self.shared.lock()?;
-            conn.see_writers(self.shared.options.busy_timeout_ms);
+            let conn = self.reader()?;
             let nums = sessions::nums(&conn, filter.project.as_deref(), filter.status)?;
             let since = bound(&filter.since, "since")?;
             let until = bound(&filter.until, "until")?;
@@ -165,9 +163,7 @@ impl Store {
     /// closing them), most recently updated first.
     pub fn interrupted_sessions(&self) -> Result<Vec<SessionInfo>> {
         let run = || -> Result<Vec<SessionInfo>> {
-            let conn = self.shared.lock()?;
-            let _ = replay::orphans(&self.shared, &conn);
-            conn.see_writers(self.shared.options.busy_timeout_ms);
+            let conn = self.reader()?;
             let mut out = Vec::new();
             for num in ownership::interrupted(&conn, clock::now_ms())? {
                 out.push(crate::storage::records::read_info(&conn, num)?);
@@ -183,12 +179,16 @@ impl Store {
         let run = || -> Result<()> {
             self.shared.writable()?;
             let conn = self.shared.lock()?;
+            replay::pay_owed(&self.shared, &conn)?;
             let tx = crate::storage::txn::Txn::immediate(&conn)?;
             let num = sessions::num_of(&tx, id)?;
             let Some(num) = num else {
                 return Err(Error::NotFound(format!("no session '{id}'")));
             };
             ownership::check_free(&tx, num, id, clock::now_ms())?;
+            // What a dead owner acknowledged goes in first, and out with the rest: its log is
+            // replayed and removed in this transaction.
+            replay::orphans_in(&self.shared, &tx)?;
             sessions::delete(&tx, num)?;
             tx.commit()?;
             if let Db::Sqlite(c, ..) = &*conn {
@@ -197,6 +197,24 @@ impl Store {
             Ok(())
         };
         run().map_err(|e| e.during("deleteSession"))
+    }
+
+    /// The connection, for a read that is to see every append any process acknowledged before
+    /// it (`replay::see_writers`).
+    pub(crate) fn reader(&self) -> Result<std::sync::MutexGuard<'_, Db>> {
+        let conn = self.shared.lock()?;
+        replay::pay_owed(&self.shared, &conn)?;
+        replay::see_writers(&self.shared, &conn)?;
+        Ok(conn)
+    }
+
+    /// What the store found and handled on its own since it was last asked (a damaged or
+    /// deleted append log, records it could not replay): for telemetry.
+    pub fn take_notices(&self) -> Vec<crate::storage::notice::Notice> {
+        self.shared
+            .real_path()
+            .map(|p| replay::notices(&p))
+            .unwrap_or_default()
     }
 
     /// Closes the store; later use of it or its sessions fails with CLOSED.

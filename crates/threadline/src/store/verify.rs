@@ -40,10 +40,26 @@ impl Store {
     /// `Session::verify` does, then the blobs no record uses.
     pub fn verify(&self, options: &VerifyOptions) -> Result<VerifyReport> {
         let run = || {
-            let conn = self.shared().lock()?;
+            let conn = self.reader()?;
             let tx = Txn::deferred(&conn)?;
             let mut c = Checker::new(&tx);
             c.file(options.quick);
+            // Damage to an append log was found and kept aside when it was replayed: it stays a
+            // problem until someone looks at it and removes the file.
+            if let Some(store) = self.shared().real_path() {
+                for log in crate::storage::append_log::damaged_logs(&store) {
+                    c.push(
+                        None,
+                        None,
+                        format!(
+                            "the append log {} was damaged: records acknowledged after the \
+                             damage may be missing; it is kept for inspection (remove it once \
+                             checked)",
+                            log.display()
+                        ),
+                    );
+                }
+            }
             match crate::storage::sessions::all(&tx) {
                 Ok(list) => {
                     for (num, id) in list {
