@@ -193,9 +193,26 @@ next()
 out('ready')
 
 function cut() {
-  frozen = { durable: Buffer.from(durable), pending: pending.slice() }
-  const bytes = frozen.pending.reduce((s, w) => s + w.data.length, 0)
-  out(`cut ${flushes} ${frozen.pending.length} ${bytes}`)
+  // `durable` and `pending` change no more: every write and flush fails from now on.
+  frozen = { durable, pending }
+  const bytes = pending.reduce((sum, w) => sum + w.data.length, 0)
+  out(`cut ${flushes} ${pending.length} ${bytes}`)
+}
+
+// Writes `image` to `file`, skipping the MiB that are all zeros (most of a fresh file system), so
+// the file is sparse and quick to write.
+function writeSparse(file, image) {
+  const fd = fs.openSync(file, 'w')
+  try {
+    fs.ftruncateSync(fd, image.length)
+    const zeros = Buffer.alloc(1 << 20)
+    for (let at = 0; at < image.length; at += zeros.length) {
+      const chunk = image.subarray(at, at + zeros.length)
+      if (!chunk.equals(zeros.subarray(0, chunk.length))) fs.writeSync(fd, chunk, 0, chunk.length, at)
+    }
+  } finally {
+    fs.closeSync(fd)
+  }
 }
 
 readline.createInterface({ input: process.stdin }).on('line', (line) => {
@@ -205,21 +222,23 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
     if (after > 0) cutAfterWrites = after
     else cut()
   } else if (cmd === 'save') {
-    const image = Buffer.from(frozen.durable)
+    writeSparse(file, frozen.durable)
     let kept = 0
     let pieces = 0
     if (seed !== undefined) {
       const random = mulberry32(Number(seed))
+      const fd = fs.openSync(file, 'r+')
       for (const w of frozen.pending) {
         for (let at = 0; at < w.data.length; at += 4096) {
           pieces++
           if (random() < 0.5) continue
           kept++
-          w.data.copy(image, w.off + at, at, Math.min(at + 4096, w.data.length))
+          const end = Math.min(at + 4096, w.data.length)
+          fs.writeSync(fd, w.data, at, end - at, w.off + at)
         }
       }
+      fs.closeSync(fd)
     }
-    fs.writeFileSync(file, image)
     out(`saved ${file} ${kept}/${pieces}`)
   }
 })
