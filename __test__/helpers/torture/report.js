@@ -1,0 +1,42 @@
+'use strict'
+// The fault test's summary line and its list of violations (by rule, with the op index).
+
+const RULES = ['R1', 'R2', 'R3', 'R4', 'R5', 'R7', 'ERR']
+
+function byRule(violations) {
+  const out = Object.fromEntries(RULES.map((r) => [r, 0]))
+  for (const v of violations) out[v.rule] = (out[v.rule] || 0) + 1
+  return out
+}
+
+function summaryLine(s) {
+  const f = Object.entries(s.stats.faults).filter(([, n]) => n).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'
+  const rules = Object.entries(byRule(s.violations)).map(([r, n]) => `${r} ${n}`).join(' ')
+  const errors = Object.entries(s.stats.errors).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'
+  return [
+    `torture ${s.engine} seed ${s.seed}: ${s.ops} ops (${s.stats.workers} worker processes, ${s.stats.procReads} reader processes)`,
+    `faults: ${f}`,
+    `${s.acked} records acknowledged`,
+    `${s.stats.ops.delete || 0} deletes, ${s.recreated} re-created, ${s.stats.ops.fork || 0} forks, ${s.stats.ops.rewind || 0} rewinds, ${s.stats.readonly} readonly reads, paths ${[...s.stats.paths].join(' ')}`,
+    `violations: ${rules}`,
+    `STORE_BUSY: ${s.stats.busyWrites} writes and ${s.stats.busyOther} other ops failed, ${s.stats.busyRetried} retried, ${s.stopBusy} during stops`,
+    `worst append latency during a stop ${s.worstStopLatency.toFixed(0)} ms`,
+    `missing acknowledged records by their writer's path (R6): ${Object.entries(s.stats.missingVia).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
+    `${s.stats.locked} SESSION_LOCKED`,
+    `errors: ${errors}`,
+    `${(s.ms / 1000).toFixed(1)} s`,
+  ].join('; ')
+}
+
+// The first `per` violations of each rule, one per line.
+function violationLines(s, per = 5) {
+  const lines = []
+  for (const rule of RULES) {
+    const vs = s.violations.filter((v) => v.rule === rule)
+    for (const v of vs.slice(0, per)) lines.push(`  ${rule} seed ${s.seed} op ${v.i}: ${v.msg}`)
+    if (vs.length > per) lines.push(`  ${rule}: ... ${vs.length - per} more`)
+  }
+  return lines
+}
+
+module.exports = { summaryLine, violationLines, byRule }
