@@ -70,15 +70,17 @@ function apply(run, w, e, r, now) {
       break
     case 'delete': {
       const d = x.deletes.find((a) => a.i === op.i)
-      d.done = now
+      // On PostgreSQL a delete cut off by the server may have committed: found out by a resolve.
+      const maybe = run.engine === 'postgres' && TRANSIENT.has(r.code)
+      if (!maybe) d.done = now
       if (r.ok) {
         x.deleted = now
         Object.assign(s, { cur: null, phase: 'dead', home: null })
         run.schedule.deleted(x)
       } else {
-        s.phase = TRANSIENT.has(r.code) || r.code === 'SESSION_LOCKED' ? 'live' : 'unknown'
+        s.phase = !maybe && (TRANSIENT.has(r.code) || r.code === 'SESSION_LOCKED') ? 'live' : 'unknown'
         if (r.code === 'SESSION_LOCKED' && s.home === w.id) s.home = null
-        if (s.phase === 'unknown' && r.code !== 'NOT_FOUND') unexpected(run, op, r)
+        if (!TRANSIENT.has(r.code) && r.code !== 'SESSION_LOCKED' && r.code !== 'NOT_FOUND') unexpected(run, op, r)
       }
       break
     }
