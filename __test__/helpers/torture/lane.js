@@ -4,9 +4,10 @@
 // worker's main thread): every call is awaited, which is the same code for both.
 //
 // A write that succeeds is written to the lane's ack file (fs.writeSync) before anything else
-// is done with it: a worker killed right after has left it there for the controller. A write
-// that fails with STORE_BUSY or STORE_IO is tried again, the same records with the same tags
-// (and uuids, where the op gives them): a failed append wrote nothing, so none appears twice.
+// is done with it: a worker killed right after has left it there for the controller. An append
+// that fails with STORE_BUSY or STORE_IO is tried again when it gives its uuids, as an agent
+// should: a commit cut off by a PostgreSQL fault may have happened, and only the same uuid is
+// stored once. Other writes are not tried again (the controller finds out what happened).
 
 const fs = require('node:fs')
 const { tag, text, summarize, summarizeMessage } = require('./content')
@@ -92,7 +93,7 @@ class Lane {
   }
 
   async create(op) {
-    const s = await this.retry(() => this.store.createSession({ id: op.sid, metadata: { sid: op.sid, inc: op.inc } }))
+    const s = await this.store.createSession({ id: op.sid, metadata: { sid: op.sid, inc: op.inc } })
     this.sessions.set(op.sid, { inc: op.inc, s })
     this.recordAck(op, {})
     return {}
@@ -101,7 +102,7 @@ class Lane {
   async append(op) {
     const s = await this.session(op.sid, op.inc)
     const { message, ...envelope } = this.message(op, 0)
-    const env = await this.retry(() => s.append(message, envelope))
+    const env = await this.retry(() => s.append(message, envelope), op.uuid ? 3 : 0)
     const recs = [ackOf(env)]
     this.recordAck(op, { recs })
     return { recs }
@@ -110,7 +111,7 @@ class Lane {
   async many(op) {
     const s = await this.session(op.sid, op.inc)
     const records = Array.from({ length: op.n }, (_, part) => this.message(op, part))
-    const envs = await this.retry(() => s.appendMany(records))
+    const envs = await this.retry(() => s.appendMany(records), op.uuid ? 3 : 0)
     const recs = envs.map(ackOf)
     this.recordAck(op, { recs })
     return { recs }
@@ -131,7 +132,7 @@ class Lane {
 
   async rewind(op) {
     const s = await this.session(op.sid, op.inc)
-    await this.retry(() => s.rewind(op.to))
+    await s.rewind(op.to)
     this.recordAck(op, { to: op.to })
     return {}
   }
@@ -139,7 +140,7 @@ class Lane {
   async fork(op) {
     const options = { title: `fork|${op.i}` }
     if (op.at) options.atUuid = op.at
-    const f = await this.retry(() => this.store.forkSession(op.sid, options))
+    const f = await this.store.forkSession(op.sid, options)
     this.sessions.set(f.id, { inc: 1, s: f })
     // What the fork holds, read through the handle that made it: its records are acknowledged.
     let recs = null
