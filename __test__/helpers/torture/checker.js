@@ -152,7 +152,7 @@ function checkNotFound(model, sid, win, ctx, add) {
 function checkList(model, list, win, ctx, add) {
   const listed = new Set()
   for (const e of list) {
-    if (!model.sessions.has(e.id) && !model.unknownFork(e)) {
+    if (!model.sessions.has(e.id) && !model.unknownFork(e, win.done)) {
       add('R4', ctx.i, `${ctx.who}: session ${e.id} (${e.title}) was never created`)
       continue
     }

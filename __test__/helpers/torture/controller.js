@@ -13,7 +13,7 @@ const { spawn } = require('node:child_process')
 const { mulberry32 } = require('../seeded')
 const { Model } = require('./model')
 const { Schedule } = require('./schedule')
-const { apply } = require('./results')
+const { apply, readByProcess } = require('./results')
 const check = require('./checker')
 const faults = require('./faults')
 
@@ -228,18 +228,7 @@ class Controller {
     if (code !== 0) return this.add('ERR', i, `${who} failed: ${err.slice(-1000)}`)
     const res = JSON.parse(fs.readFileSync(out, 'utf8'))
     fs.rmSync(out)
-    const add = (rule, at, msg, vias) => this.add(rule, at, msg, vias)
-    const ctx = { i, who, final: final && !ro }
-    if (res.open) return TRANSIENT_OK.has(res.open.code) && !final ? null : this.add('ERR', i, `${who}: open: ${res.open.code} ${res.open.message}`)
-    if (!res.list.ok) return TRANSIENT_OK.has(res.list.code) && !final ? null : this.add('ERR', i, `${who}: listSessions: ${res.list.code} ${res.list.message}`)
-    check.checkList(this.model, res.list.list, win, ctx, add)
-    for (const [sid, r] of Object.entries(res.sessions)) {
-      if (r.ok) check.checkEnvelopes(this.model, sid, r, win, ctx, add)
-      else if (r.code === 'NOT_FOUND') check.checkNotFound(this.model, sid, win, ctx, add)
-      else if (!TRANSIENT_OK.has(r.code) || final) this.add('ERR', i, `${who} of ${sid}: ${r.code} ${r.message}`)
-    }
-    if (res.verify && !res.verify.ok) this.add('R1', i, `${who}: store.verify() reports damage: ${JSON.stringify(res.verify.damaged.slice(0, 3))}`)
-    return res
+    readByProcess(this, res, win, { i, who, final: final && !ro, last: final })
   }
 
   async loop() {
@@ -281,8 +270,6 @@ class Controller {
   }
 }
 
-const TRANSIENT_OK = new Set(['STORE_BUSY', 'STORE_IO'])
-
 // Runs the fault test. opts: { engine, ops, seed, workers, lanes, busyTimeoutMs, paths ('mixed'
 // or 'real'), rates: { kill, stop, freeze, proc } per op and restartEvery (ops), postgres (the
 // server's URL), log, keep (the store and a trace of every op are left in `dir`) }.
@@ -296,8 +283,16 @@ async function run(opts) {
   if (opts.engine === 'postgres') c.paths = faults.postgresUrls(opts.postgres, `torture_${process.pid}_${opts.seed}`)
   else c.paths = faults.sqlitePaths(c.dir)
   const started = now()
+  // No worker outlives the controller (one left stopped would stay so): at exit, and on SIGINT
+  // or SIGTERM. (Killed with SIGKILL, the controller leaves a worker stopped at that moment.)
   const cleanup = () => c.workers.forEach((w) => w.dead || (w.proc.kill('SIGCONT'), w.proc.kill('SIGKILL')))
+  const interrupted = (sig) => {
+    cleanup()
+    if (!opts.keep) fs.rmSync(c.dir, { recursive: true, force: true })
+    process.kill(process.pid, sig)
+  }
   process.on('exit', cleanup)
+  for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, interrupted)
   try {
     for (let n = 0; n < opts.workers; n++) c.spawnWorker()
     await c.loop()
@@ -305,6 +300,7 @@ async function run(opts) {
   } finally {
     cleanup()
     process.removeListener('exit', cleanup)
+    for (const sig of ['SIGINT', 'SIGTERM']) process.removeListener(sig, interrupted)
   }
   const { busy, worst } = check.r5(c.stops, c.timeline, c.serverFaults, (rule, i, msg) => c.add(rule, i, msg))
   if (!opts.keep) fs.rmSync(c.dir, { recursive: true, force: true })

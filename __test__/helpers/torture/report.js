@@ -28,13 +28,24 @@ function summaryLine(s) {
   ].join('; ')
 }
 
-// The first `per` violations of each rule, one per line.
+// A violation's kind: its message without ids, numbers and times (the same bug met again).
+function kind(msg) {
+  return msg.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, 'ID').replace(/\d+(\.\d+)?/g, '#').replace(/\(via [a-z-]+\)/g, '')
+}
+
+// For each rule, the first violation of each kind (up to `per` kinds) and how often that kind
+// was met, one per line.
 function violationLines(s, per = 5) {
   const lines = []
   for (const rule of RULES) {
-    const vs = s.violations.filter((v) => v.rule === rule)
-    for (const v of vs.slice(0, per)) lines.push(`  ${rule} seed ${s.seed} op ${v.i}: ${v.msg}`)
-    if (vs.length > per) lines.push(`  ${rule}: ... ${vs.length - per} more`)
+    const kinds = new Map()
+    for (const v of s.violations.filter((x) => x.rule === rule)) {
+      const k = kind(v.msg)
+      if (kinds.has(k)) kinds.get(k).n++
+      else kinds.set(k, { v, n: 1 })
+    }
+    for (const { v, n } of [...kinds.values()].slice(0, per)) lines.push(`  ${rule} seed ${s.seed} op ${v.i}: ${v.msg}${n > 1 ? ` [${n - 1} more like it]` : ''}`)
+    if (kinds.size > per) lines.push(`  ${rule}: ... ${kinds.size - per} more kinds`)
   }
   return lines
 }

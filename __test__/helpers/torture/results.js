@@ -160,9 +160,25 @@ function notFound(run, w, e, r, win, ctx) {
   check.checkNotFound(run.model, op.sid, win, ctx, (...a) => run.add(...a))
 }
 
+// What a reader in a process of its own saw (reader.js): the list, then every session listed.
+// ctx: { i, who, final (the final writable read), last (either final read) }.
+function readByProcess(run, res, win, ctx) {
+  const add = (...a) => run.add(...a)
+  const fatal = (code) => ctx.last || !TRANSIENT.has(code)
+  if (res.open) return void (fatal(res.open.code) && add('ERR', ctx.i, `${ctx.who}: open: ${res.open.code} ${res.open.message}`))
+  if (!res.list.ok) return void (fatal(res.list.code) && add('ERR', ctx.i, `${ctx.who}: listSessions: ${res.list.code} ${res.list.message}`))
+  check.checkList(run.model, res.list.list, win, ctx, add)
+  for (const [sid, r] of Object.entries(res.sessions)) {
+    if (r.ok) check.checkEnvelopes(run.model, sid, r, win, ctx, add)
+    else if (r.code === 'NOT_FOUND') check.checkNotFound(run.model, sid, win, ctx, add)
+    else if (fatal(r.code)) add('ERR', ctx.i, `${ctx.who} of ${sid}: ${r.code} ${r.message}`)
+  }
+  if (res.verify && !res.verify.ok) add('R1', ctx.i, `${ctx.who}: store.verify() reports damage: ${JSON.stringify(res.verify.damaged.slice(0, 3))}`)
+}
+
 function deletedSince(run, sid, opened) {
   const s = run.model.sessions.get(sid)
   return !!s && [...s.incs.values()].some((x) => x.deletes.some((d) => d.sent >= (opened ?? 0)))
 }
 
-module.exports = { apply }
+module.exports = { apply, readByProcess }
