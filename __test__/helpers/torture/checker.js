@@ -7,6 +7,7 @@
 //   R4 nothing appears that was never attempted (or that failed); appendMany is all or nothing;
 //      no record appears twice
 //   R5 a stopped process does not block the others' appends for the whole stop (see r5())
+//   R6 the final read (through the real path) lacks no record written through another path
 // `win` is the read's window on the controller's clock: { sent, done }. `ctx`: { i (op index),
 // who (the reader), final (the final read in a fresh writable process) }. `add(rule, i, msg,
 // vias)`: vias, for missing records, the paths their writers reached the store through (R6).
@@ -15,16 +16,20 @@ const { parseTag } = require('./content')
 
 const first = (list, n = 3) => list.slice(0, n).join(', ') + (list.length > n ? `, ... (${list.length})` : '')
 
-// Records the read should show and does not: R1 in the final read (lost), else R3 (stale).
+// Records the read should show and does not: R3 (stale), or in the final read (through the real
+// path, after every writer is gone) lost: R6 if written through another path, else R1.
 function missing(x, present, win, ctx, add) {
-  const absent = []
-  const vias = []
+  const absent = new Map()
   for (const [t, a] of x.recs) {
     if (a.at >= win.sent || present(a)) continue
-    absent.push(`${t} seq ${a.s} (via ${a.via})`)
-    vias.push(a.via)
+    const rule = !ctx.final ? 'R3' : a.via === 'real' ? 'R1' : 'R6'
+    if (!absent.has(rule)) absent.set(rule, [])
+    absent.get(rule).push(a)
   }
-  if (absent.length) add(ctx.final ? 'R1' : 'R3', ctx.i, `${ctx.who} of ${x.key}: ${absent.length} acknowledged records missing: ${first(absent)}`, vias)
+  for (const [rule, list] of absent) {
+    const names = list.map((a) => `${a.t} seq ${a.s} (via ${a.via})`)
+    add(rule, ctx.i, `${ctx.who} of ${x.key}: ${list.length} acknowledged records missing${rule === 'R6' ? ', written through another path' : ''}: ${first(names)}`, list.map((a) => a.via))
+  }
 }
 
 // A record tagged `t` in incarnation `x`: appended there (or copied by a fork from its lineage),
@@ -39,7 +44,7 @@ function checkTag(model, x, t, where, ctx, add) {
   }
   const a = model.attempts.get(t)
   if (!a) return add('R4', ctx.i, `${where}: ${t} was never attempted`), null
-  if (a.status === 'failed') add('R4', ctx.i, `${where}: ${t} is stored, but op ${a.i} failed`)
+  if (a.status === 'failed') add('R4', ctx.i, `${where}: ${t} is stored, but op ${a.i} failed (${a.code})`)
   return a
 }
 
@@ -216,10 +221,12 @@ function checkFork(model, src, recs, at, win, ctx, add) {
   missing({ key: `the fork of ${src.key}`, recs: recsUpTo }, (a) => copies.has(a.u), win, ctx, add)
 }
 
-// R5: while a worker is stopped, the others' appends (to sessions they hold) go on. A stop of at
-// least 100 ms during which other processes tried to append early on and none of their appends
-// completed is a violation. Returns { busy, worst } over all stops: the appends of others that
-// met STORE_BUSY, and the longest one. Stops that overlap a server fault are left out.
+// R5: while a worker is stopped, the others' appends (to sessions they hold) go on. A violation:
+// a stop of at least 100 ms during which other processes began to append in its first half and
+// none of their appends completed, held up by the stopped one (some failed with STORE_BUSY, or
+// the first went through within 100 ms of SIGCONT; not a machine too busy to run them). Returns
+// { busy, worst } over all stops: the appends of others that met STORE_BUSY, and the longest.
+// Stops that overlap a server fault are left out.
 function r5(stops, timeline, serverFaults, add) {
   let busy = 0
   let worst = 0
@@ -230,13 +237,12 @@ function r5(stops, timeline, serverFaults, add) {
     for (const o of others) if (o.ok) worst = Math.max(worst, Math.min(o.lat, o.done - Math.max(o.sent, st.start)))
     if (serverFaults.some((f) => f.start < st.end && (f.end === null || f.end > st.start))) continue
     const early = others.filter((o) => o.sent <= st.start + (st.end - st.start) / 2)
-    const completed = others.filter((o) => o.ok && o.done <= st.end)
-    if (st.end - st.start >= 100 && early.length && !completed.length) {
-      const b = others.filter((o) => o.code === 'STORE_BUSY').length
-      const done = during.filter((o) => o.done <= st.end).length
-      const late = Math.max(...others.map((o) => o.done - st.end))
-      add('R5', st.i, `${st.w} stopped ${(st.end - st.start).toFixed(0)} ms: ${early.length} appends of other processes began in its first half, none completed before it ended (${b} STORE_BUSY, the last done ${late.toFixed(0)} ms after SIGCONT; ${done} ops of any kind completed during the stop)`)
-    }
+    if (st.end - st.start < 100 || !early.length || others.some((o) => o.ok && o.done <= st.end)) continue
+    const b = others.filter((o) => o.code === 'STORE_BUSY' || o.busy > 0).length
+    const released = Math.min(...others.filter((o) => o.ok).map((o) => o.done - st.end))
+    if (!b && !(released <= 100)) continue
+    const done = during.filter((o) => o.done <= st.end).length
+    add('R5', st.i, `${st.w} stopped ${(st.end - st.start).toFixed(0)} ms: ${early.length} appends of other processes began in its first half, none completed before it ended (${b} met STORE_BUSY, the first done ${released.toFixed(0)} ms after SIGCONT; ${done} ops of any kind completed during the stop)`)
   }
   return { busy, worst }
 }

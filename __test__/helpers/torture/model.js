@@ -74,12 +74,13 @@ class Model {
     for (const t of tags) this.attempts.set(t, { i: op.i, kind: op.kind, key: `${op.sid}/${op.inc}`, n: tags.length, status: 'sent' })
   }
 
-  settle(i, status) {
+  // An op's outcome: 'acked', 'failed' (with the error's code) or 'unknown' (killed meanwhile).
+  settle(i, status, code) {
     const o = this.ops.get(i)
     if (!o) return
     for (const t of o.tags) {
       const a = this.attempts.get(t)
-      if (a && a.status === 'sent') a.status = status
+      if (a && a.status === 'sent') Object.assign(a, { status, code })
     }
   }
 

@@ -1,7 +1,7 @@
 'use strict'
 // The fault test's summary line and its list of violations (by rule, with the op index).
 
-const RULES = ['R1', 'R2', 'R3', 'R4', 'R5', 'R7', 'ERR']
+const RULES = ['R1', 'R2', 'R3', 'R4', 'R5', 'R6', 'R7', 'ERR']
 
 function byRule(violations) {
   const out = Object.fromEntries(RULES.map((r) => [r, 0]))
@@ -21,7 +21,7 @@ function summaryLine(s) {
     `violations: ${rules}`,
     `STORE_BUSY: ${s.stats.busyWrites} writes and ${s.stats.busyOther} other ops failed, ${s.stats.busyRetried} retried, ${s.stopBusy} during stops`,
     `worst append latency during a stop ${s.worstStopLatency.toFixed(0)} ms`,
-    `missing acknowledged records by their writer's path (R6): ${Object.entries(s.stats.missingVia).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
+    `missing acknowledged records by their writer's path: ${Object.entries(s.stats.missingVia).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
     `${s.stats.locked} SESSION_LOCKED`,
     `errors: ${errors}`,
     `${(s.ms / 1000).toFixed(1)} s`,

@@ -56,7 +56,7 @@ function apply(run, w, e, r, now) {
         if (s.phase === 'live' && s.cur === x) s.home = w.id
       } else {
         // On PostgreSQL a commit cut off by the server may have happened: not a failure then.
-        model.settle(op.i, run.engine === 'postgres' && TRANSIENT.has(r.code) ? 'unknown' : 'failed')
+        model.settle(op.i, run.engine === 'postgres' && TRANSIENT.has(r.code) ? 'unknown' : 'failed', r.code)
         if (r.code === 'SESSION_LOCKED' && s.home === w.id) s.home = null
         else if (r.code === 'NOT_FOUND' && x.liveThrough(win.sent, win.done)) add('R3', op.i, `${ctx.who}: ${x.key} not found by its writer`)
         else if (!TRANSIENT.has(r.code) && r.code !== 'SESSION_LOCKED' && r.code !== 'NOT_FOUND') unexpected(run, op, r)
