@@ -54,6 +54,16 @@ test('the checker reports a violation of each rule in a made-up history', () => 
   const y = m.addInc('s0', 2, 8)
   y.createAcked = 9
   assert.deepEqual(read([rec(0, 0)], 10).slice(0, 1), ['R2'], 'R2: a deleted incarnation\'s record in the next one')
+  const lost = new Model()
+  const z = lost.addInc('s1', 1, 0)
+  z.createAcked = 1
+  const zt = [0, 1].map((n) => tag('s1', 1, 'w0', n, 0))
+  zt.forEach((t, n) => lost.attempt({ i: n, kind: 'append', sid: 's1', inc: 1 }, [t], 1))
+  lost.ackRecords(z, [{ u: 'u0', s: 0, p: null, t: zt[0], ts: '' }], 2, 'real')
+  lost.ackRecords(z, [{ u: 'u1', s: 1, p: 'u0', t: zt[1], ts: '' }], 2, 'file-link')
+  const final = (recs) => found((add) => check.checkEnvelopes(lost, 's1', { inc: 1, recs }, win(5), { ...ctx, final: true }, add))
+  assert.deepEqual(final([{ u: 'u1', s: 0, p: 'u0', ty: 'user', t: zt[1], ok: true }]).sort(), ['R1', 'R1'], 'R1: lost in the final read (and u1 moved)')
+  assert.deepEqual(final([{ u: 'u0', s: 0, p: null, ty: 'user', t: zt[0], ok: true }]), ['R6'], 'R6: written through a link, lost to the real path')
   const stops = [{ w: 'w1', i: 1, start: 100, end: 300 }]
   const blocked = [{ w: 'w2', write: true, sent: 110, done: 310, ok: true, lat: 200, busy: 0 }]
   assert.deepEqual(found((add) => check.r5(stops, blocked, [], add)), ['R5'], 'R5: appends held up for the whole stop')
