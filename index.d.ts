@@ -789,7 +789,9 @@ export interface SessionInfo {
 export interface StoreOptions {
   /**
    * `'process'` (default): an acknowledged write survives the process being killed (SIGKILL,
-   * crash). `'power'`: it also survives power loss or an OS crash (every commit is fsynced).
+   * crash); an OS crash or power loss may lose what was acknowledged since the file system last
+   * wrote it out (seconds, up to about half a minute). `'power'`: it also survives power loss or
+   * an OS crash (every commit is fsynced).
    */
   durability?: 'process' | 'power' | undefined
   /** Strings longer than this many bytes are stored once, by hash. Default 10240. */

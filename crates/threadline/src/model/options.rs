@@ -9,7 +9,9 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
-    /// An acknowledged write survives the process being killed (WAL, synchronous=NORMAL).
+    /// An acknowledged write survives the process being killed (WAL, synchronous=NORMAL). An OS
+    /// crash or power loss may lose what was acknowledged since the last checkpoint or the
+    /// kernel's last writeback (docs/recovery.md, "What each durability mode keeps").
     #[default]
     Process,
     /// It also survives power loss: every commit is fsynced (synchronous=FULL).

@@ -1,0 +1,70 @@
+'use strict'
+// Where the fault test's processes reach the store, and the faults it injects besides killing
+// and stopping workers: a PostgreSQL restart (`pg_ctl restart -m fast`) and a frozen server
+// (SIGSTOP of the postmaster and its backends, then SIGCONT). Only the test's own server is
+// touched: the one scripts/postgres.js started, named by THREADLINE_TEST_POSTGRES_STATE.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { spawn } = require('node:child_process')
+
+const POSTGRES = path.join(__dirname, '..', '..', '..', 'scripts', 'postgres.js')
+
+// SQLite: one store file reached four ways (R6). Returns { dir, variants: { name: path } } with
+// paths relative to `dir` where relative (the workers run with `dir` as their cwd).
+function sqlitePaths(dir) {
+  fs.mkdirSync(path.join(dir, 'real'))
+  const real = path.join(dir, 'real', 'store.db')
+  fs.symlinkSync(real, path.join(dir, 'link.db'))
+  fs.symlinkSync(path.join(dir, 'real'), path.join(dir, 'dirlink'))
+  return { real, variants: { real, 'file-link': path.join(dir, 'link.db'), 'dir-link': path.join(dir, 'dirlink', 'store.db'), relative: path.join('real', 'store.db') } }
+}
+
+// PostgreSQL: the same schema through URLs that differ in what does not name the store.
+function postgresUrls(base, schema) {
+  const url = `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`
+  return { real: url, variants: { real: url, 'app-name': `${url}&application_name=torture`, 'ssl-off': `${url}&sslmode=disable`, 'connect-timeout': `${url}&connect_timeout=20` } }
+}
+
+function restartServer() {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [POSTGRES, 'restart'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (d) => { err += d })
+    child.on('exit', (code) => resolve(code === 0 ? null : `pg_ctl restart failed: ${err}`))
+  })
+}
+
+// The postmaster and its children (backends, background workers).
+function serverPids() {
+  const state = JSON.parse(fs.readFileSync(process.env.THREADLINE_TEST_POSTGRES_STATE, 'utf8'))
+  const postmaster = Number(fs.readFileSync(path.join(state.data, 'postmaster.pid'), 'utf8').split('\n')[0])
+  const children = []
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) children.push(Number(p))
+    } catch {}
+  }
+  return [postmaster, ...children]
+}
+
+// Freezes the server for `ms`; resolves once it runs again.
+function freezeServer(ms) {
+  const pids = serverPids()
+  const signal = (sig) => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, sig)
+      } catch {}
+    }
+  }
+  signal('SIGSTOP')
+  return new Promise((resolve) => setTimeout(() => {
+    signal('SIGCONT')
+    resolve()
+  }, ms))
+}
+
+module.exports = { sqlitePaths, postgresUrls, restartServer, freezeServer }
