@@ -337,24 +337,25 @@ fn the_write_ahead_log_stays_bounded_under_a_steady_stream_of_appends() {
 fn a_store_left_with_a_long_log_is_checkpointed_and_the_log_emptied_when_opened() {
     let (_dir, path) = temp_store();
     let text = "left in the log ".repeat(150);
-    // Other settings than the second open's, so the two stores do not share connections: the
-    // first stands for another process's.
-    let first = Store::open(
-        Some(&path),
-        StoreOptions {
-            busy_timeout_ms: 4_999,
-            ..StoreOptions::default()
-        },
-    )
-    .unwrap();
+    let first = open(&path);
     let s = first.create_session(SessionOptions::default()).unwrap();
     for i in 0..1500 {
         s.append(json!(format!("{i} {text}")), None).unwrap();
     }
     let id = s.id().to_string();
-    // As if the process were killed: the store is never closed, the log stays as it is.
-    std::mem::forget(s);
-    std::mem::forget(first);
+    drop(s);
+    first.close().unwrap();
+    // Another process that wrote a long log and was killed: a connection of its own (the stores
+    // of one process share theirs), with no checkpoints, never closed.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other
+        .execute_batch(
+            "PRAGMA wal_autocheckpoint = 0; CREATE TABLE scratch(x BLOB);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+             INSERT INTO scratch SELECT randomblob(4000) FROM n; DROP TABLE scratch;",
+        )
+        .unwrap();
+    std::mem::forget(other);
     let left = wal_bytes(&path);
     assert!(left > 4 << 20, "the log holds {left} bytes");
     let store = open(&path);

@@ -100,6 +100,9 @@ impl Session {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("the session is closed".into()));
         }
+        if self.shared.was_deleted(self.num) {
+            return Err(crate::storage::ownership::gone(&self.id));
+        }
         let conn = self.shared.lock()?;
         // Appends this process acknowledged and could not flush are replayed before anything
         // reads or writes past them.
@@ -224,7 +227,7 @@ impl Session {
         replay::before_write(&self.shared, &conn)?;
         // A write that claims the session commits on its own: the claim is in SQLite, not only
         // in this process's log, so if this process dies the session shows as interrupted.
-        if self.shared.claim_due(self.num) || !conn.join_batch()? {
+        if self.shared.claim_due(self.num) || !conn.join_batch(self.shared.options.durability)? {
             drop(conn);
             return self.write(drafts);
         }
@@ -268,11 +271,13 @@ impl Session {
         self.shared.writable()?;
         let conn = self.conn()?;
         replay::before_write(&self.shared, &conn)?;
-        let tx = Txn::immediate(&conn)?;
-        let (out, next, heartbeat) = self.stage(&tx, f)?;
-        tx.commit()?;
-        self.committed(next, heartbeat);
-        Ok(out)
+        conn.writing(self.num, || {
+            let tx = Txn::immediate(&conn)?;
+            let (out, next, heartbeat) = self.stage(&tx, f)?;
+            tx.commit()?;
+            self.committed(next, heartbeat);
+            Ok(out)
+        })
     }
 
     /// The part of a write transaction before its commit: `conn` is in a transaction.
@@ -374,10 +379,20 @@ impl Session {
         skipped: &mut Vec<Skipped>,
         mode: Mode,
     ) -> Result<(State, u64)> {
-        let restore = matches!(mode, Mode::Restore);
         self.shared.writable()?;
         let conn = self.conn()?;
-        let tx = Txn::immediate(&conn)?;
+        conn.writing(self.num, || self.write_tolerant_in(&conn, drafts, skipped, mode))
+    }
+
+    fn write_tolerant_in(
+        &self,
+        conn: &Db,
+        drafts: Vec<(usize, Draft)>,
+        skipped: &mut Vec<Skipped>,
+        mode: Mode,
+    ) -> Result<(State, u64)> {
+        let restore = matches!(mode, Mode::Restore);
+        let tx = Txn::immediate(conn)?;
         let heartbeat = self.claim(&tx)?;
         let mut tail = self.tail();
         self.sync_tail(&tx, &mut tail)?;
@@ -842,12 +857,14 @@ impl Session {
         let run = || -> Result<()> {
             self.shared.writable()?;
             let conn = self.conn()?;
-            let tx = Txn::immediate(&conn)?;
-            let heartbeat = self.claim(&tx)?;
-            sessions::set_status(&tx, self.num, status, clock::now_ms())?;
-            tx.commit()?;
-            self.shared.claimed(self.num, heartbeat);
-            Ok(())
+            conn.writing(self.num, || {
+                let tx = Txn::immediate(&conn)?;
+                let heartbeat = self.claim(&tx)?;
+                sessions::set_status(&tx, self.num, status, clock::now_ms())?;
+                tx.commit()?;
+                self.shared.claimed(self.num, heartbeat);
+                Ok(())
+            })
         };
         run().map_err(|e| e.during("setStatus"))
     }

@@ -562,8 +562,11 @@ mod tests {
         log.write(b"four", &mut buf).unwrap();
         let r = log.frames().unwrap();
         assert_eq!((r.frames, r.epoch, r.damage), (vec![b"four".to_vec()], Some(2), None));
-        assert_eq!(parse(&head(0)), LogRead::default(), "a header alone holds nothing");
-        assert_eq!(parse(&[]), LogRead::default(), "nor does a file made and never written");
+        // A file made and never written holds nothing; a header without its first end marker is
+        // a log cut short (it is made with both in one write).
+        assert_eq!(parse(&[]), LogRead::default());
+        let cut = parse(&head(0));
+        assert!(cut.frames.is_empty() && cut.damage.is_some());
     }
 
     #[test]

@@ -37,6 +37,7 @@ use rusqlite::types::Value;
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::model::options::Durability;
 use crate::storage::append_log::{AppendLog, LogRead, Orphan};
 
 /// The most appends one batch holds before it is flushed.
@@ -52,10 +53,15 @@ const MAX_STAGED_APPENDS: u32 = 4096;
 pub(crate) struct Batch {
     /// the store file's canonical path (not in memory)
     store: Option<Arc<Path>>,
-    /// None: this connection does not batch (read-only, in memory, durability 'power').
+    /// whether this connection writes a file on disk, so may batch (with a log)
+    writable: bool,
+    /// made at the first append to batch; None: no batch yet, or it could not be made (a
+    /// directory that cannot be written: each append then commits on its own)
     log: RefCell<Option<AppendLog>>,
-    /// how long an append may wait for the write lock (the store's busyTimeoutMs)
-    busy: Duration,
+    /// the log could not be made: not tried again
+    no_log: Cell<bool>,
+    /// the busy timeout the connection's SQLite waits use now (the store's busyTimeoutMs)
+    busy_ms: Cell<u32>,
     /// when the first append of the unflushed batch was acknowledged; None when there is none
     opened: Cell<Option<Instant>>,
     appends: Cell<u32>,
@@ -167,12 +173,42 @@ fn is_constraint(e: &rusqlite::Error) -> bool {
 }
 
 impl Batch {
-    pub fn new(store: Option<&Path>, log: Option<AppendLog>, busy: Duration) -> Batch {
+    pub fn new(store: Option<&Path>, writable: bool, busy_ms: u32) -> Batch {
         Batch {
             store: store.map(Arc::from),
-            log: RefCell::new(log),
-            busy,
+            writable,
+            busy_ms: Cell::new(busy_ms),
             ..Batch::default()
+        }
+    }
+
+    /// Has the connection's SQLite waits last `ms` (each store sharing it sets its own).
+    pub fn use_busy_timeout(&self, c: &Connection, ms: u32) -> Result<()> {
+        if self.busy_ms.get() != ms {
+            crate::storage::checkpoint::set_busy_timeout(c, ms)?;
+            self.busy_ms.set(ms);
+        }
+        Ok(())
+    }
+
+    /// The log, made at the first append to batch.
+    fn ensure_log(&self) -> bool {
+        if self.log.borrow().is_some() {
+            return true;
+        }
+        let store = match &self.store {
+            Some(s) if self.writable && !self.no_log.get() => s,
+            _ => return false,
+        };
+        match AppendLog::create(store) {
+            Ok(log) => {
+                *self.log.borrow_mut() = Some(log);
+                true
+            }
+            Err(_) => {
+                self.no_log.set(true);
+                false
+            }
         }
     }
 
@@ -190,8 +226,16 @@ impl Batch {
     }
 
     /// Starts or joins a batch for an append. False when the append is to commit on its own: the
-    /// connection does not batch, or its disk is nearly full (then the batch is flushed first).
-    pub fn join(&self, c: &Connection) -> Result<bool> {
+    /// store asked for durability 'power', the connection cannot batch, or its disk is nearly
+    /// full (then the batch is flushed first).
+    pub fn join(&self, c: &Connection, durability: Durability) -> Result<bool> {
+        if durability == Durability::Power {
+            self.commit(c)?;
+            return Ok(false);
+        }
+        if !self.ensure_log() {
+            return Ok(false);
+        }
         let (roomy, unlinked) = match self.log.borrow().as_ref() {
             None => return Ok(false),
             Some(log) => (self.is_open() || log.roomy(), log.unlinked()),
@@ -215,7 +259,8 @@ impl Batch {
             self.commit(c)?;
             return Ok(false);
         }
-        let stuck = self.appends.get() >= MAX_STAGED_APPENDS || self.older_than(self.busy);
+        let busy = Duration::from_millis(self.busy_ms.get().into());
+        let stuck = self.appends.get() >= MAX_STAGED_APPENDS || self.older_than(busy);
         if stuck {
             // Flushed for too long: the write lock is waited for here, as a commit would.
             self.commit(c)?;

@@ -427,6 +427,15 @@ impl Db {
         }
     }
 
+    /// Runs `f`, a write of session `num`, as the only write of it in this process (PostgreSQL:
+    /// `postgres/writers.rs`; SQLite's one connection per file already is).
+    pub fn writing<T>(&self, num: i64, f: impl FnOnce() -> T) -> T {
+        match self {
+            Db::Sqlite(..) => f(),
+            Db::Postgres(p) => crate::storage::postgres::writers::writing(p.store, num).hold(f),
+        }
+    }
+
     pub fn is_sqlite(&self) -> bool {
         matches!(self, Db::Sqlite(..))
     }
@@ -471,10 +480,18 @@ impl Db {
 
     /// Starts or joins the batch of appends (`batch.rs`): true if the append is to be staged in
     /// it, false if it is to commit in a transaction of its own.
-    pub fn join_batch(&self) -> Result<bool> {
+    pub fn join_batch(&self, durability: crate::model::options::Durability) -> Result<bool> {
         match self {
-            Db::Sqlite(c, batch) => batch.join(c),
+            Db::Sqlite(c, batch) => batch.join(c, durability),
             Db::Postgres(_) => Ok(false),
+        }
+    }
+
+    /// Has SQLite's waits on this connection last `ms` (the store's busyTimeoutMs).
+    pub fn use_busy_timeout(&self, ms: u32) -> Result<()> {
+        match self {
+            Db::Sqlite(c, batch) => batch.use_busy_timeout(c, ms),
+            Db::Postgres(_) => Ok(()),
         }
     }
 

@@ -3,8 +3,12 @@
 //! (POSIX locks belong to the process, and closing any descriptor would drop them all), so it
 //! keeps it open until the other closes: a store dropped while another store on the same file
 //! stayed open would keep two descriptors for as long. Stores of one process that open the same
-//! file with the same connection settings share its connections instead: opening it again costs
-//! no descriptor, and dropping a store frees nothing that another still uses.
+//! file share its connections instead (one writable, one readonly): opening it again costs no
+//! descriptor, dropping a store frees nothing that another still uses, and every write of this
+//! process to the file goes through one connection and its batch (`batch.rs`), which is what lets
+//! an append take no SQLite lock: two connections of one process would each stage appends to the
+//! same session without seeing the other's. The stores' own settings (durability, busy timeout)
+//! apply to what each of them does through it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -14,7 +18,6 @@ use rusqlite::Connection;
 
 use crate::error::Result;
 use crate::model::options::{Durability, StoreOptions};
-use crate::storage::append_log::AppendLog;
 use crate::storage::batch::{self, Batch, MAX_AGE};
 use crate::storage::checkpoint::Checkpointer;
 use crate::storage::db::Db;
@@ -31,19 +34,16 @@ pub(crate) struct OpenFile {
     real: Option<PathBuf>,
 }
 
-/// A file and the settings of its connections. The file is its canonical path (a relative
-/// path, `./` or a symlink name the same file) and its inode (a file replaced at that path is
-/// another); the path stays in the key because a bind mount shows the same inode under another
-/// path with other permissions (read-only).
+/// A file and whether its connection writes. The file is its canonical path (a relative path,
+/// `./` or a symlink name the same file) and its inode (a file replaced at that path is another);
+/// the path stays in the key because a bind mount shows the same inode under another path with
+/// other permissions (read-only).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(not(unix), allow(dead_code))]
 struct Key {
     path: std::path::PathBuf,
     dev: u64,
     ino: u64,
     readonly: bool,
-    durability: Durability,
-    busy_timeout_ms: u32,
 }
 
 struct Entry {
@@ -60,59 +60,55 @@ fn table() -> MutexGuard<'static, HashMap<Key, Entry>> {
         .unwrap_or_else(|e| e.into_inner())
 }
 
-/// The open file at `file` (SQLite's file name) for a new store: the one already open with the
-/// same settings, else a new one from `make` (its connection and its checkpointer).
+/// The open file at `file` (SQLite's file name) for a new store: the one already open, else a
+/// new one from `make` (its connection and its checkpointer). The table stays locked meanwhile:
+/// two threads opening one file at once get one connection.
 pub(crate) fn open(
     file: &str,
     options: &StoreOptions,
     make: impl FnOnce() -> Result<(Connection, Option<Checkpointer>)>,
 ) -> Result<Arc<OpenFile>> {
+    let mut table = table();
     if let Some(key) = key_of(file, options) {
-        let mut table = table();
         if let Some(entry) = table.get_mut(&key) {
             if let Some(open) = entry.file.upgrade() {
                 entry.handles += 1;
+                drop(table);
+                if options.durability == Durability::Power && !options.readonly {
+                    // A store that asks for an fsync per commit has it, whoever opened the file.
+                    let conn = open.conn.lock().unwrap_or_else(|e| e.into_inner());
+                    conn.sqlite()?
+                        .execute_batch("PRAGMA synchronous = FULL")?;
+                }
                 return Ok(open);
             }
         }
     }
-    // Another store of this process on the file, opened with other settings, may hold a batch:
-    // this one is to see what was acknowledged.
-    commit_batches();
     let (conn, checkpointer) = make()?;
     // The logs are beside the real file, so every path to it (a symlink to the file or to a
     // directory above it) finds the same logs; SQLite puts its own -wal and -shm files there too.
     let real = (file != ":memory:")
         .then(|| std::fs::canonicalize(file).ok())
         .flatten();
-    // Batches need a log beside the file; without one (a directory that cannot be written),
-    // each append commits on its own.
-    let log = real
-        .as_deref()
-        .filter(|_| !options.readonly && options.durability == Durability::Process)
-        .and_then(|r| AppendLog::create(r).ok());
-    let batches = log.is_some();
-    let busy = std::time::Duration::from_millis(options.busy_timeout_ms.into());
-    // Known now that the file exists. Another thread may have opened it meanwhile: then this
-    // one stays unshared.
+    let writable = real.is_some() && !options.readonly;
+    let busy = options.busy_timeout_ms;
     let key = key_of(file, options);
-    let mut table = table();
-    let key = key.filter(|k| table.get(k).is_none_or(|e| e.file.strong_count() == 0));
     let open = Arc::new(OpenFile {
         conn: Mutex::new(Db::Sqlite(
             conn,
-            Box::new(Batch::new(real.as_deref(), log, busy)),
+            Box::new(Batch::new(real.as_deref(), writable, busy)),
         )),
         checkpointer,
         key: key.clone(),
         real,
     });
-    if batches {
-        register_batching(&open);
-    }
     if let Some(key) = key {
         let file = Arc::downgrade(&open);
         table.insert(key, Entry { file, handles: 1 });
+    }
+    drop(table);
+    if writable {
+        register_batching(&open);
     }
     Ok(open)
 }
@@ -167,27 +163,30 @@ impl OpenFile {
     }
 }
 
-#[cfg(unix)]
 fn key_of(file: &str, options: &StoreOptions) -> Option<Key> {
-    use std::os::unix::fs::MetadataExt;
     if file == ":memory:" {
         return None;
     }
     let meta = std::fs::metadata(file).ok()?;
+    let (dev, ino) = inode(&meta);
     Some(Key {
         path: std::fs::canonicalize(file).ok()?,
-        dev: meta.dev(),
-        ino: meta.ino(),
+        dev,
+        ino,
         readonly: options.readonly,
-        durability: options.durability,
-        busy_timeout_ms: options.busy_timeout_ms,
     })
 }
 
-/// Elsewhere each store keeps its own connections (Windows locks are not per process).
+#[cfg(unix)]
+fn inode(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// Elsewhere the canonical path alone names the file.
 #[cfg(not(unix))]
-fn key_of(_file: &str, _options: &StoreOptions) -> Option<Key> {
-    None
+fn inode(_meta: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
 }
 
 /// The files whose connection batches appends, for the thread that commits a batch when no
@@ -239,10 +238,13 @@ fn commit_when_old() {
     }
 }
 
-/// Commits every batch this process has open on a connection no other thread is using.
-pub(crate) fn commit_batches() {
+/// Flushes the batch of the writable connection of this process to `real` (the file's canonical
+/// path), for a read through its readonly connection. It waits for that connection (whose
+/// holder waits for no other connection's lock, so this cannot deadlock).
+pub(crate) fn commit_batches(real: &std::path::Path, own: &OpenFile) {
     for f in batching_files() {
-        if let Ok(conn) = f.conn.try_lock() {
+        if f.real.as_deref() == Some(real) && !std::ptr::eq(Arc::as_ptr(&f), own) {
+            let conn = f.conn.lock().unwrap_or_else(|e| e.into_inner());
             let _ = conn.commit_batch();
         }
     }

@@ -42,11 +42,19 @@ pub fn claim(conn: &Db, num: i64, session_id: &str, now_ms: i64) -> Result<i64> 
         }
     }
     let m = me();
-    conn.execute(
+    let claimed = conn.execute(
         "UPDATE sessions SET owner_pid = ?1, owner_host = ?2, owner_start = ?3, heartbeat_ms = ?4 WHERE num = ?5",
         &args![m.pid, m.host, m.start, now_ms, num],
     )?;
+    if claimed == 0 {
+        return Err(gone(session_id));
+    }
     Ok(now_ms)
+}
+
+/// A session deleted while a handle on it stayed open.
+pub(crate) fn gone(session_id: &str) -> crate::error::Error {
+    crate::error::Error::NotFound(format!("session '{session_id}' was deleted"))
 }
 
 /// Gives up ownership if this process holds it.

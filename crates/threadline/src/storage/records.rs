@@ -338,23 +338,32 @@ pub(crate) fn load_tail(conn: &Db, num: i64) -> Result<Tail> {
 
 fn load_tail_in(conn: &Db, num: i64) -> Result<Tail> {
     let (lo, hi) = schema::range(num);
-    let stored_count: Option<i64> = match conn.pending_count(num) {
-        Some(n) => Some(n as i64),
-        None => conn.query_row(
-            "SELECT records FROM sessions WHERE num = ?1",
-            &args![num],
-            |r| r.get(0),
-        )?,
-    };
-    let tail = conn.query_row(
+    let pending = conn.pending_count(num);
+    // One statement, so one snapshot on PostgreSQL too, where a write transaction's statements
+    // each see what committed before them.
+    let found = conn.query_row(
         concat!(
-            "SELECT ",
+            "SELECT r.*, s.records FROM sessions s LEFT JOIN (SELECT ",
             meta_columns!(),
-            " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1"
+            " FROM records WHERE id BETWEEN ?1 AND ?2 ORDER BY id DESC LIMIT 1) r ON 1 = 1 WHERE s.num = ?3"
         ),
-        &args![lo, hi],
-        |row| tail_of(conn, num, lo, stored_count, row),
+        &args![lo, hi, num],
+        |row| {
+            let stored_count = match pending {
+                Some(n) => Some(n as i64),
+                None => row.get::<Option<i64>>(checksum::col::WRITTEN_MS + 1)?,
+            };
+            if matches!(row.get_ref(checksum::col::ID)?, ValueRef::Null) {
+                return Ok((None, stored_count));
+            }
+            tail_of(conn, num, lo, stored_count, row).map(|t| (Some(t), stored_count))
+        },
     )?;
+    let Some((tail, stored_count)) = found else {
+        return Err(Error::NotFound(format!(
+            "the session was deleted (no session number {num})"
+        )));
+    };
     match tail {
         Some(t) => Ok(t),
         None => {

@@ -36,6 +36,15 @@ pub(crate) fn start_heartbeat(shared: &Arc<Shared>) {
         });
 }
 
+/// The sessions this process deleted, by store (`Shared::identity`) and number.
+fn deleted() -> MutexGuard<'static, std::collections::HashSet<(String, i64)>> {
+    static D: std::sync::OnceLock<Mutex<std::collections::HashSet<(String, i64)>>> =
+        std::sync::OnceLock::new();
+    D.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
 /// The connection and settings that a store and all its sessions share.
 pub(crate) struct Shared {
     /// the file's connections, shared with the other stores of this process open on it
@@ -75,6 +84,25 @@ impl Shared {
     /// The store file's canonical path (symlinks resolved), for a SQLite file on disk.
     pub fn real_path(&self) -> Option<PathBuf> {
         self.file.real_path()
+    }
+
+    /// Notes that session `num` was deleted through this store: every handle on it in this
+    /// process (through any store on the same file) refuses to go on (`was_deleted`).
+    pub fn note_deleted(&self, num: i64) {
+        self.owned().remove(&num);
+        deleted().insert((self.identity(), num));
+    }
+
+    /// Whether session `num` was deleted by this process (a session's number is never reused).
+    pub fn was_deleted(&self, num: i64) -> bool {
+        let d = deleted();
+        !d.is_empty() && d.contains(&(self.identity(), num))
+    }
+
+    /// What names the store across the stores of this process: its real file, or its URL.
+    fn identity(&self) -> String {
+        self.real_path()
+            .map_or_else(|| self.path.clone(), |p| p.to_string_lossy().into_owned())
     }
 
     /// Whether this process holds session `num` through this store (it claimed it and has not let
@@ -127,11 +155,15 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("the store is closed".into()));
         }
-        // Another connection of this process (a store on the same file opened with other
-        // settings) may hold appends in a batch: they are committed first, so this one sees them.
+        // This process's writable connection to the file may hold appends in a batch: a read
+        // through its readonly one sees them once they are flushed.
         if batch::open_elsewhere(guard.batch_open()) {
-            open_file::commit_batches();
+            if let Some(real) = self.file.real_path() {
+                open_file::commit_batches(&real, &self.file);
+            }
         }
+        // Stores sharing the connection each wait for SQLite's locks as long as they were told.
+        guard.use_busy_timeout(self.options.busy_timeout_ms)?;
         Ok(guard)
     }
 

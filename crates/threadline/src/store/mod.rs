@@ -140,6 +140,8 @@ impl Store {
     pub fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionInfo>> {
         let run = || -> Result<Vec<SessionInfo>> {
             let conn = self.reader()?;
+            // One snapshot: a session deleted meanwhile is listed whole or not at all.
+            let conn = crate::storage::txn::Txn::deferred(&conn)?;
             let nums = sessions::nums(&conn, filter.project.as_deref(), filter.status)?;
             let since = bound(&filter.since, "since")?;
             let until = bound(&filter.until, "until")?;
@@ -180,23 +182,32 @@ impl Store {
             self.shared.writable()?;
             let conn = self.shared.lock()?;
             replay::pay_owed(&self.shared, &conn)?;
-            let tx = crate::storage::txn::Txn::immediate(&conn)?;
-            let num = sessions::num_of(&tx, id)?;
-            let Some(num) = num else {
+            let Some(num) = sessions::num_of(&conn, id)? else {
                 return Err(Error::NotFound(format!("no session '{id}'")));
             };
-            ownership::check_free(&tx, num, id, clock::now_ms())?;
-            // What a dead owner acknowledged goes in first, and out with the rest: its log is
-            // replayed and removed in this transaction.
-            replay::orphans_in(&self.shared, &tx)?;
-            sessions::delete(&tx, num)?;
-            tx.commit()?;
+            conn.writing(num, || self.delete_in(&conn, id, num))?;
             if let Db::Sqlite(c, ..) = &*conn {
                 checkpoint::truncate_now(c);
             }
             Ok(())
         };
         run().map_err(|e| e.during("deleteSession"))
+    }
+
+    fn delete_in(&self, conn: &Db, id: &str, num: i64) -> Result<()> {
+        let tx = crate::storage::txn::Txn::immediate(conn)?;
+        // Deleted since it was looked up (another thread or process).
+        if sessions::num_of(&tx, id)? != Some(num) {
+            return Err(Error::NotFound(format!("no session '{id}'")));
+        }
+        ownership::check_free(&tx, num, id, clock::now_ms())?;
+        // What a dead owner acknowledged goes in first, and out with the rest: its log is
+        // replayed and removed in this transaction.
+        replay::orphans_in(&self.shared, &tx)?;
+        sessions::delete(&tx, num)?;
+        tx.commit()?;
+        self.shared.note_deleted(num);
+        Ok(())
     }
 
     /// The connection, for a read that is to see every append any process acknowledged before

@@ -27,14 +27,16 @@ const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 pub(crate) fn claim(c: &mut PgClient, schema: &str, num: i64, session_id: &str) -> Result<i64> {
     let s = quote(schema);
     let row = c
-        .query_one(
+        .query(
             &format!(
                 "SELECT owner_pid, owner_host, owner_start, heartbeat_ms, {NOW_MS}
                  FROM {s}.sessions WHERE num = $1 FOR UPDATE"
             ),
             &[&num],
         )
-        .map_err(mapped)?;
+        .map_err(mapped)?
+        .pop()
+        .ok_or_else(|| crate::storage::ownership::gone(session_id))?;
     let now: i64 = row.get(4);
     if let Some(pid) = row.get::<_, Option<i64>>(0) {
         let holder = Owner {

@@ -10,6 +10,7 @@ pub(crate) mod schema;
 pub(crate) mod tails;
 pub(crate) mod tls;
 pub(crate) mod url;
+pub(crate) mod writers;
 
 use std::time::Duration;
 
