@@ -905,7 +905,11 @@ export interface ImportReport {
   records: number
   /** of them, records the store did not have */
   newRecords: number
-  /** lines not imported, with the reason (a line that is not JSON, a record of the wrong shape) */
+  /**
+   * lines not imported, with the reason (a line that is not JSON, a record of the wrong shape);
+   * without `line`, a file not read: a FIFO, socket or device, a link that dangles, loops, leads
+   * out of the folder or to a folder, a file over 4 GiB, one with no JSON object line (docs/import.md)
+   */
   skipped: Array<{ file: string; line?: number; reason: string }>
   /** records kept as events rather than messages, counted by type (unknown types too) */
   events: Record<string, number>

@@ -202,6 +202,36 @@ test('import: a line that is not JSON is reported with its file and line, and th
   assert.deepEqual([report.records, report.newRecords], [lines.length, lines.length], 'every good line imported')
 })
 
+// FIFOs and /dev/zero are POSIX; the release workflow tests Windows without them.
+test('import: a FIFO, a link to /dev/zero, a dangling link and a link to / are listed, the rest imports; a device as the path is INVALID_INPUT', { skip: process.platform === 'win32' }, () => {
+  const src = path.join(dir, 'hostile')
+  fs.mkdirSync(src)
+  fs.copyFileSync(path.join(CLAUDE, 'short.jsonl'), path.join(src, 'short.jsonl'))
+  assert.equal(spawnSync('mkfifo', [path.join(src, 'fifo.jsonl')]).status, 0, 'mkfifo')
+  fs.symlinkSync('/dev/zero', path.join(src, 'zero.jsonl'))
+  fs.symlinkSync('nowhere.jsonl', path.join(src, 'dangling.jsonl'))
+  fs.symlinkSync('/', path.join(src, 'root'))
+  const store = path.join(dir, 'hostile.db')
+  // a time limit: the FIFO hung the import before
+  const env = { ...process.env }
+  delete env.FORCE_COLOR
+  const r = spawnSync(process.execPath, [BIN, 'import', 'claude-code', src, '--store', store], { encoding: 'utf8', env, timeout: 60_000 })
+  assert.equal(r.status, 0, `${r.error ?? ''} ${r.stderr}`)
+  assert.match(r.stdout, /^1 new of 1 sessions, /)
+  const at = (name) => path.join(src, name)
+  assert.match(r.stdout, /^4 skipped:$/m)
+  for (const [name, reason] of [
+    ['dangling.jsonl', "a link to nothing ('nowhere.jsonl' does not exist): not followed"],
+    ['fifo.jsonl', 'not a regular file (a FIFO): not read'],
+    ['root', 'a link to a folder: links to folders are not followed'],
+    ['zero.jsonl', "a link to '/dev/zero', a character device, not a regular file: not read"],
+  ]) assert.ok(r.stdout.includes(`\n  ${at(name)}: ${reason}\n`), r.stdout)
+  const report = json('import', 'claude-code', src, '--store', store)
+  assert.deepEqual(report.skipped.map((x) => [x.file, x.line]), ['dangling.jsonl', 'fifo.jsonl', 'root', 'zero.jsonl'].map((n) => [at(n), undefined]))
+  assertOneLineError(cli('import', 'claude-code', '/dev/zero', '--store', store), 1, 'INVALID_INPUT')
+  assert.match(cli('import', 'claude-code', '/dev/zero', '--store', store).stderr, /'\/dev\/zero' is a character device, not a file or folder/)
+})
+
 /** Each response's usage once, straight from the files: Claude Code repeats it on every block. */
 function usageFromFiles() {
   const seen = new Map()

@@ -48,7 +48,9 @@ async function importFiles(format, from, opts) {
     const events = Object.entries(report.events)
     if (events.length > 0) out.push(c.dim(`kept as events: ${events.map(([k, n]) => `${field(k)} ${n}`).join(', ')}`))
     if (report.skipped.length > 0) {
-      out.push(c.yellow(`${report.skipped.length} line(s) skipped:`))
+      // an entry without a line is a whole file (a FIFO, a link out of the folder, a binary file)
+      const what = report.skipped.every((s) => s.line) ? ' line(s)' : ''
+      out.push(c.yellow(`${report.skipped.length}${what} skipped:`))
       for (const s of report.skipped.slice(0, 20)) out.push(`  ${field(s.file)}${s.line ? `:${s.line}` : ''}: ${field(s.reason)}`)
       if (report.skipped.length > 20) out.push(`  ... and ${report.skipped.length - 20} more (--json lists them all)`)
     }
