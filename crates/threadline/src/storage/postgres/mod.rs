@@ -20,9 +20,10 @@ use crate::model::options::StoreOptions;
 
 pub(crate) use self::url::PgUrl;
 
-/// Whether `path` names a PostgreSQL server rather than a file.
+/// Whether `path` names a PostgreSQL server rather than a file: a `postgres://` or
+/// `postgresql://` URL, the scheme in any case.
 pub(crate) fn is_url(path: &str) -> bool {
-    path.starts_with("postgres://") || path.starts_with("postgresql://")
+    url::scheme_len(path).is_some()
 }
 
 /// Connects to the server `url` names, with its schema created or brought up to date (a
@@ -31,10 +32,10 @@ pub(crate) fn is_url(path: &str) -> bool {
 pub(crate) fn connect(url: &PgUrl, options: &StoreOptions) -> Result<PgClient> {
     let mut config = url.config.clone();
     let timeout = Duration::from_millis(u64::from(options.busy_timeout_ms.max(1)));
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(timeout);
+    config.connect_timeout(url.connect_timeout.unwrap_or(timeout));
+    if config.get_application_name().is_none() {
+        config.application_name("threadline");
     }
-    config.application_name("threadline");
     let mut client = url.tls.connect(&config)?;
     let ms = options.busy_timeout_ms.max(1);
     client
