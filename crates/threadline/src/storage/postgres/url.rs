@@ -26,6 +26,8 @@ pub(crate) struct PgUrl {
     /// `connect_timeout` when the URL gives one above zero: it bounds the whole connection
     /// (TCP, TLS, startup and authentication) as in libpq, where 1 s counts as 2 s
     pub connect_timeout: Option<Duration>,
+    /// whether the URL sets TCP keepalive itself (`keepalives*`): then Threadline's are not used
+    pub keepalives_given: bool,
 }
 
 pub const DEFAULT_SCHEMA: &str = "threadline";
@@ -322,6 +324,7 @@ impl PgUrl {
         let mut schema = None;
         let mut tls = TlsParams::default();
         let mut connect_timeout = None;
+        let mut keepalives_given = false;
         let mut fallback_name = None;
         let mut secret_before = false;
         let params = parts.query.unwrap_or("").split('&');
@@ -388,6 +391,7 @@ impl PgUrl {
                     }
                 }
                 "keepalives" => {
+                    keepalives_given = true;
                     match value.trim() {
                         "0" => config.keepalives(false),
                         "1" => config.keepalives(true),
@@ -395,6 +399,7 @@ impl PgUrl {
                     };
                 }
                 "keepalives_idle" | "keepalives_interval" => {
+                    keepalives_given = true;
                     if let Some(d) = seconds(&key, &value)? {
                         if key == "keepalives_idle" {
                             config.keepalives_idle(d);
@@ -404,6 +409,7 @@ impl PgUrl {
                     }
                 }
                 "keepalives_count" => {
+                    keepalives_given = true;
                     let n = value
                         .trim()
                         .parse::<u32>()
@@ -491,6 +497,7 @@ impl PgUrl {
             schema,
             tls,
             connect_timeout,
+            keepalives_given,
         })
     }
 
@@ -727,7 +734,9 @@ mod tests {
                 .connect_timeout,
             None
         );
+        assert!(!PgUrl::parse("postgres://h/db").unwrap().keepalives_given);
         let u = PgUrl::parse("postgres://h/db?keepalives_idle=30&keepalives_count=2").unwrap();
+        assert!(u.keepalives_given);
         assert_eq!(u.config.get_keepalives_idle(), Duration::from_secs(30));
         assert_eq!(u.config.get_keepalives_retries(), Some(2));
     }
