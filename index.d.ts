@@ -950,7 +950,10 @@ export interface SearchOptions {
   fields?: SearchField[] | undefined
   /** Hits per page, 1 to 200; default 20. */
   limit?: number | undefined
-  /** `nextCursor` of the previous page of the same query and options. */
+  /**
+   * `nextCursor` of the previous page of the same query and options, from this store (signed: one
+   * altered, of another search or of another store is INVALID_INPUT).
+   */
   cursor?: string | undefined
 }
 

@@ -152,6 +152,23 @@ describe('recall tools', () => {
     assert.ok(text.length > 3000, `${text.length}`)
   })
 
+  // Issue 23, finding 10 (on both engines: postgres.test.js runs this file again).
+  test('session_search: a cursor altered, of another query or with a huge offset is an error result naming cursor', async () => {
+    const tools = store.recallTools()
+    const first = await tools.handle({ name: 'session_search', input: { query: 'phoenix', limit: 1 } })
+    const c = first.content.match(/cursor "([^"]+)"/)[1]
+    const next = await tools.handle({ name: 'session_search', input: { query: 'phoenix', limit: 1, cursor: c } })
+    assert.equal(next.is_error, undefined, next.content)
+    assert.notEqual(next.content.match(/uuid (\S+)/)[1], first.content.match(/uuid (\S+)/)[1])
+    const rest = c.replace(/^\d+/, '')
+    const altered = c.slice(0, -1) + (c.endsWith('0') ? '1' : '0')
+    for (const [query, cursor] of [['phoenix', altered], ['phoenix', `9223372036854775808${rest}`], ['phoenix', `18446744073709551615${rest}`], ['phoenix server', c]]) {
+      const r = await tools.handle({ name: 'session_search', input: { query, limit: 1, cursor } })
+      assert.equal(r.is_error, true, `${cursor}: ${r.content}`)
+      assert.match(r.content, /^cursor: not a cursor of this search/, cursor)
+    }
+  })
+
   test("a model's mistakes are is_error results that say what was wrong", async () => {
     const tools = store.recallTools({ excludeSessionId: 'current' })
     const cases = [

@@ -294,8 +294,13 @@ impl RecallTools<'_> {
             cursor: a.string("cursor")?,
         };
         let page = self.store.search(&query, &options).map_err(|e| match e {
+            // Named as the tool's arguments are.
             Error::InvalidInput(m) => {
-                Error::InvalidInput(m.trim_start_matches("search: ").to_string())
+                let m = m.trim_start_matches("search: ");
+                Error::InvalidInput(match m.strip_prefix("options.") {
+                    Some(m) => m.to_string(),
+                    None => m.to_string(),
+                })
             }
             other => other,
         })?;

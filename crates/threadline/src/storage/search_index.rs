@@ -127,6 +127,76 @@ pub(crate) fn reset(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// The index's settings, kept beside it: on SQLite in `search_meta` (made by the first search of
+/// a writer), on PostgreSQL in the schema's `meta` table (`search_*` keys).
+#[derive(Debug, Default)]
+pub(crate) struct Meta {
+    /// the key that signs search cursors (recall/search.rs): random, made once per store, so a
+    /// cursor is good for the store that gave it, in any process, and for no other
+    pub cursor_key: Option<Vec<u8>>,
+}
+
+const CREATE_META: &str =
+    "CREATE TABLE IF NOT EXISTS search_meta(key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID";
+
+/// The index's settings as stored (none yet: a store no writer has searched since they were
+/// kept, or a readonly one).
+pub(crate) fn meta(db: &Db) -> Result<Meta> {
+    let mut m = Meta::default();
+    let Db::Sqlite(conn, ..) = db else {
+        let rows = db.rows(
+            "SELECT key, value FROM meta WHERE key IN ('search_key_1', 'search_key_2') ORDER BY key",
+            &[],
+            |r| r.get::<i64>(1),
+        )?;
+        if rows.len() == 2 {
+            m.cursor_key = Some(rows.iter().flat_map(|v| v.to_be_bytes()).collect());
+        }
+        return Ok(m);
+    };
+    let mut stmt = match conn.prepare_cached("SELECT key, value FROM search_meta") {
+        Ok(s) => s,
+        Err(rusqlite::Error::SqliteFailure(_, Some(msg))) if msg.contains("no such table") => {
+            return Ok(m)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        if r.get_ref(0)?.as_str().ok() == Some("cursor_key") {
+            m.cursor_key = r.get_ref(1)?.as_blob().ok().map(<[u8]>::to_vec);
+        }
+    }
+    Ok(m)
+}
+
+/// The index's settings, made if missing (a writer's search, before it indexes).
+pub(crate) fn settle(db: &Db) -> Result<Meta> {
+    let m = meta(db)?;
+    if m.cursor_key.is_some() {
+        return Ok(m);
+    }
+    let tx = crate::storage::txn::Txn::immediate(db)?;
+    if let Db::Sqlite(conn, ..) = &*tx {
+        conn.execute_batch(CREATE_META)?;
+        conn.execute(
+            "INSERT OR IGNORE INTO search_meta VALUES ('cursor_key', randomblob(32))",
+            [],
+        )?;
+    } else {
+        // 60 random bits of a version 4 uuid each (the server's strong random source).
+        tx.execute(
+            "INSERT INTO meta VALUES
+               ('search_key_1', CAST(CAST('x' || substr(translate(CAST(gen_random_uuid() AS text), '-', ''), 1, 16) AS bit(64)) AS bigint)),
+               ('search_key_2', CAST(CAST('x' || substr(translate(CAST(gen_random_uuid() AS text), '-', ''), 1, 16) AS bit(64)) AS bigint))
+             ON CONFLICT (key) DO NOTHING",
+            &[],
+        )?;
+    }
+    tx.commit()?;
+    meta(db)
+}
+
 /// Whether records are waiting to be indexed.
 pub(crate) fn pending(db: &Db) -> Result<bool> {
     Ok(db
