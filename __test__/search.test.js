@@ -99,6 +99,21 @@ describe('search over real sessions', () => {
     assert.equal(store.search('流认', { project: 'zh' }).hits.length, 0)
   })
 
+  // Issue 23, finding 12: fullwidth letters were not folded.
+  test('fullwidth letters and digits are found as the ASCII ones, and the other way', (t) => {
+    const s = store.createSession({ id: 'wide', project: 'wide' })
+    t.after(() => store.deleteSession('wide'))
+    s.append('the Ｔｈｒｅａｄｌｉｎｅ index of ２０２６')
+    s.append('plain threadline text of 2027')
+    const seqs = (q) => store.search(q, { project: 'wide' }).hits.map((h) => h.seq).sort()
+    assert.deepEqual(seqs('threadline'), [0, 1])
+    assert.deepEqual(seqs('ＴＨＲＥＡＤＬＩＮＥ'), [0, 1])
+    assert.deepEqual(seqs('2026'), [0])
+    assert.deepEqual(seqs('２０２７'), [1])
+    assert.deepEqual(seqs('"ｉｎｄｅｘ of 2026"'), [0])
+    assert.equal(store.search('threadline 2026', { project: 'wide' }).hits[0].snippet, 'the **Ｔｈｒｅａｄｌｉｎｅ** index of **２０２６**')
+  })
+
   test('filters: project, session, excluded session, roles, dates', () => {
     const all = store.search('phoenix', { limit: 200 })
     assert.ok(all.hits.length > 2)

@@ -125,3 +125,107 @@ fn a_cursor_is_refused_unless_it_is_one_this_search_gave() {
         second.hits[0].uuid
     );
 }
+
+fn session_with(store: &Store, id: &str, texts: &[String]) {
+    let s = store
+        .create_session(SessionOptions {
+            id: Some(id.into()),
+            ..SessionOptions::default()
+        })
+        .unwrap();
+    for t in texts {
+        s.append(json!(t), None).unwrap();
+    }
+}
+
+/// The hits of `query` in session `id`: their seqs.
+fn seqs(store: &Store, query: &str, id: &str) -> Vec<u64> {
+    let page = store
+        .search(
+            query,
+            &SearchOptions {
+                session_id: Some(id.into()),
+                ..SearchOptions::default()
+            },
+        )
+        .unwrap();
+    let mut seqs: Vec<u64> = page.hits.iter().map(|h| h.seq).collect();
+    seqs.sort();
+    seqs
+}
+
+/// Issue 23, finding 12: fullwidth letters were not folded in search.
+#[test]
+fn fullwidth_letters_and_digits_are_found_as_the_ascii_ones_and_the_other_way() {
+    let (_dir, store) = store();
+    session_with(
+        &store,
+        "wide",
+        &[
+            "the Ｔｈｒｅａｄｌｉｎｅ index of ２０２６".into(),
+            "plain threadline text of 2027".into(),
+        ],
+    );
+    assert_eq!(seqs(&store, "threadline", "wide"), [0, 1]);
+    assert_eq!(seqs(&store, "ＴＨＲＥＡＤＬＩＮＥ", "wide"), [0, 1]);
+    assert_eq!(seqs(&store, "thread*", "wide"), [0, 1]);
+    assert_eq!(seqs(&store, "2026", "wide"), [0]);
+    assert_eq!(seqs(&store, "２０２７", "wide"), [1]);
+    assert_eq!(seqs(&store, "\"ｉｎｄｅｘ of 2026\"", "wide"), [0]);
+    // the snippet marks the word as it is written
+    let page = store
+        .search("threadline 2026", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(
+        page.hits[0].snippet,
+        "the **Ｔｈｒｅａｄｌｉｎｅ** index of **２０２６**"
+    );
+}
+
+/// Runs SQL on the store's database behind the library's back: `sqlite` on a SQLite file,
+/// `postgres` in the store's schema on PostgreSQL.
+fn behind_its_back(location: &str, sqlite: &str, postgres: &str) {
+    if !location.starts_with("postgres") {
+        let conn = rusqlite::Connection::open(location).unwrap();
+        conn.execute_batch(sqlite).unwrap();
+        return;
+    }
+    let (base, schema) = location.rsplit_once("schema=").unwrap();
+    let base = base.trim_end_matches(['?', '&']);
+    let mut c = postgres::Client::connect(base, postgres::NoTls).unwrap();
+    c.batch_execute(&format!("SET search_path TO {schema}; {postgres}"))
+        .unwrap();
+}
+
+/// A store indexed before text was folded (its fullwidth words indexed as they were written) is
+/// indexed again at its first search.
+#[test]
+fn an_index_of_unfolded_tokens_is_made_again_at_the_first_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::location(dir.path(), "upgrade.db");
+    {
+        let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+        session_with(&store, "wide", &["the Ｔｈｒｅａｄｌｉｎｅ index".into()]);
+        assert_eq!(seqs(&store, "threadline", "wide"), [0]);
+        store.close().unwrap();
+    }
+    // The record's row as an older version indexed it, and no version of the index's tokens.
+    let id =
+        "(SELECT r.id FROM records r JOIN sessions s ON s.num = r.id >> 36 WHERE s.id = 'wide')";
+    behind_its_back(
+        &path,
+        &format!(
+            "DELETE FROM search WHERE rowid = {id};
+             INSERT INTO search(rowid, text, thinking, tool_input, tool_output)
+               VALUES ({id}, 'the Ｔｈｒｅａｄｌｉｎｅ index', '', '', '');
+             DELETE FROM search_meta WHERE key = 'tokens';"
+        ),
+        &format!(
+            "UPDATE search SET text = CAST('''the'':1 ''ｔｈｒｅａｄｌｉｎｅ'':2 ''index'':3' AS tsvector) WHERE id = {id};
+             DELETE FROM meta WHERE key = 'search_tokens';"
+        ),
+    );
+    let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+    assert_eq!(seqs(&store, "threadline", "wide"), [0]);
+    assert_eq!(seqs(&store, "index", "wide"), [0]);
+}

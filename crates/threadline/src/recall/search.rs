@@ -352,15 +352,52 @@ pub(crate) fn snippet(texts: &[String; 4], fields: &[Field], marks: &[String]) -
     (field, cut(&texts[field.index()], at, &marks))
 }
 
-/// The char index of the first match of any of `marks` in `text`, matched without regard to
-/// case at the start of a word.
+/// The char index of the first match of any of `marks` in `text`, matched as the index matches
+/// (folded, without regard to case) at the start of a word.
 fn find(text: &str, marks: &[Vec<char>]) -> Option<usize> {
     let chars: Vec<char> = text.chars().collect();
-    (0..chars.len()).find(|&i| find_at(&chars, marks, i).is_some())
+    let folded = Folded::of(&chars);
+    (0..chars.len()).find(|&i| find_at(&chars, &folded, marks, i).is_some())
 }
 
-fn lower(c: char) -> char {
-    c.to_lowercase().next().unwrap_or(c)
+/// Characters as the index compares them (`search_index::fold_char`: folded, lowercased), each
+/// with the character it comes from.
+struct Folded {
+    chars: Vec<char>,
+    /// for each folded character, the index of the character it comes from
+    from: Vec<usize>,
+    /// for each character, the index of its first folded character
+    start: Vec<usize>,
+}
+
+impl Folded {
+    fn of(chars: &[char]) -> Folded {
+        let mut f = Folded {
+            chars: Vec::with_capacity(chars.len()),
+            from: Vec::with_capacity(chars.len()),
+            start: Vec::with_capacity(chars.len()),
+        };
+        for (i, &c) in chars.iter().enumerate() {
+            f.start.push(f.chars.len());
+            crate::storage::search_index::fold_char(c, |x| {
+                f.chars.push(x);
+                f.from.push(i);
+            });
+        }
+        f
+    }
+
+    /// The characters `mark` covers from character `i`, if its folded characters start there
+    /// and end at the end of a character.
+    fn matches(&self, i: usize, mark: &[char]) -> Option<usize> {
+        let p = self.start[i];
+        let end = p + mark.len();
+        if mark.is_empty() || end > self.chars.len() || self.chars[p..end] != *mark {
+            return None;
+        }
+        let last = self.from[end - 1];
+        (self.from.get(end) != Some(&last)).then(|| last + 1 - i)
+    }
 }
 
 /// About `SNIPPET_CHARS` characters of `text` around char `at`, on one line, matches marked.
@@ -369,13 +406,14 @@ fn cut(text: &str, at: usize, marks: &[Vec<char>]) -> String {
     let start = at.saturating_sub(SNIPPET_CHARS / 3);
     let end = (start + SNIPPET_CHARS).min(chars.len());
     let wchars = &chars[start..end];
+    let folded = Folded::of(wchars);
     let mut out = String::new();
     if start > 0 {
         out.push('…');
     }
     let mut i = 0;
     while i < wchars.len() {
-        match find_at(wchars, marks, i) {
+        match find_at(wchars, &folded, marks, i) {
             Some(len) => {
                 out.push_str("**");
                 out.extend(&wchars[i..i + len]);
@@ -395,8 +433,9 @@ fn cut(text: &str, at: usize, marks: &[Vec<char>]) -> String {
     collapse_spaces(&out)
 }
 
-/// The length of the longest mark matching at `i`, the start of a word.
-fn find_at(chars: &[char], marks: &[Vec<char>], i: usize) -> Option<usize> {
+/// The length (in characters of `chars`) of the longest mark matching at `i`, the start of a
+/// word.
+fn find_at(chars: &[char], folded: &Folded, marks: &[Vec<char>], i: usize) -> Option<usize> {
     // A match starts a word, a camelCase part of one (the index finds `renderer` in
     // `TranscriptRenderer`), or is CJK (indexed character by character).
     if i > 0
@@ -406,18 +445,7 @@ fn find_at(chars: &[char], marks: &[Vec<char>], i: usize) -> Option<usize> {
     {
         return None;
     }
-    marks
-        .iter()
-        .filter(|m| {
-            !m.is_empty()
-                && i + m.len() <= chars.len()
-                && chars[i..i + m.len()]
-                    .iter()
-                    .map(|&c| lower(c))
-                    .eq(m.iter().copied())
-        })
-        .map(Vec::len)
-        .max()
+    marks.iter().filter_map(|m| folded.matches(i, m)).max()
 }
 
 fn collapse_spaces(s: &str) -> String {
@@ -532,6 +560,19 @@ mod tests {
         assert_eq!(s, "use the Transcript**Renderer** here");
         let (_, s) = snippet(&texts, &Field::DEFAULT, &["script".into()]);
         assert!(!s.contains("**"), "not a part: {s}");
+    }
+
+    #[test]
+    fn a_folded_match_marks_the_characters_it_comes_from() {
+        let texts = [
+            "the Ｔｈｒｅａｄ of ２０２６, a ﬁle".to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
+        let marks = ["thread".into(), "2026".into(), "file".into(), "f".into()];
+        let (_, s) = snippet(&texts, &Field::DEFAULT, &marks);
+        assert_eq!(s, "the **Ｔｈｒｅａｄ** of **２０２６**, a **ﬁle**");
     }
 
     #[test]
