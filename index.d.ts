@@ -984,7 +984,10 @@ export interface RecallToolsOptions {
   excludeSessionId?: string | undefined
   /** Only sessions of this project. */
   project?: string | undefined
-  /** Each result stays under about this many tokens (200 to 200,000; default 4,000). */
+  /**
+   * Each result stays within this many tokens as estimated by script (a CJK character 1.5, an
+   * emoji 3, four ASCII characters 1: docs/recall.md), 200 to 200,000; default 4,000.
+   */
   maxResultTokens?: number | undefined
 }
 

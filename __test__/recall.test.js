@@ -201,6 +201,40 @@ describe('recall tools', () => {
     assert.throws(() => store.recallTools({ nope: 1 }), (e) => e.code === 'INVALID_INPUT')
   })
 
+  // Issue 23, finding 12: budgets counted characters (4,115 CJK characters at 1,000 tokens).
+  test('results stay within maxResultTokens estimated per script: CJK, emoji, Latin, mixed', async (t) => {
+    const other = Store.open(path.join(tmpDir(t), 'budget.db'))
+    t.after(() => other.close())
+    const texts = {
+      cjk: '我们决定认证流程使用令牌，一小时后过期。'.repeat(300),
+      emoji: '🚀🔥😀👍🎉'.repeat(1200),
+      latin: 'The quick brown fox jumps over the lazy dog. '.repeat(130),
+      mixed: '认证 flow 🚀 ok; '.repeat(400),
+    }
+    for (const [id, text] of Object.entries(texts)) {
+      const s = other.createSession({ id })
+      for (let i = 0; i < 3; i++) s.append(text)
+    }
+    const tools = other.recallTools({ maxResultTokens: 1000 })
+    const calls = [['session_list', {}], ['session_search', { query: '认证', limit: 50 }], ['session_search', { query: 'quick OR flow', limit: 50 }]]
+    for (const id of Object.keys(texts)) {
+      calls.push(['session_read', { session_id: id }], ['session_read', { session_id: id, record_seq: 1 }], ['session_read', { session_id: id, record_seq: 1, char_offset: 700 }])
+    }
+    for (const [name, input] of calls) {
+      const r = await tools.handle({ name, input })
+      assert.equal(r.is_error, undefined, r.content)
+      // What a tokenizer makes of it at least, without the library's estimate: a Han, kana or
+      // hangul character a token, an emoji two, four ASCII characters one.
+      let atLeast = 0
+      for (const c of r.content) {
+        if (/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u.test(c)) atLeast += 1
+        else if (/\p{Extended_Pictographic}/u.test(c)) atLeast += 2
+        else if (c < '\u0080') atLeast += 0.25
+      }
+      assert.ok(atLeast <= 1000, `${name} ${JSON.stringify(input)}: at least ${atLeast} tokens`)
+    }
+  })
+
   test('a closed store rejects with CLOSED (the caller\'s problem, not the model\'s)', async (t) => {
     const other = Store.open(path.join(tmpDir(t), 'closed.db'))
     const tools = other.recallTools()

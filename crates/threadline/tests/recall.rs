@@ -229,3 +229,96 @@ fn an_index_of_unfolded_tokens_is_made_again_at_the_first_search() {
     assert_eq!(seqs(&store, "threadline", "wide"), [0]);
     assert_eq!(seqs(&store, "index", "wide"), [0]);
 }
+
+/// Characters a model's tokenizer makes at least one token of (Han, kana, hangul) and emoji
+/// (at least two), counted without the library's estimate.
+fn lower_bound_tokens(text: &str) -> f64 {
+    text.chars()
+        .map(|c| match c as u32 {
+            0x3040..=0x30FF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF => 1.0,
+            0x1F000..=0x1FAFF => 2.0,
+            0..=0x7F => 0.25,
+            _ => 0.0,
+        })
+        .sum()
+}
+
+/// Issue 23, finding 12: budgets counted characters (at 1,000 tokens, `session_read` gave 4,115
+/// CJK characters or 4,117 emoji).
+#[test]
+fn results_stay_within_the_budget_estimated_per_script() {
+    let (_dir, store) = store();
+    let sessions = [
+        (
+            "cjk",
+            "我们决定认证流程使用令牌，一小时后过期。".repeat(300),
+        ),
+        ("emoji", "🚀🔥😀👍🎉".repeat(1200)),
+        (
+            "latin",
+            "The quick brown fox jumps over the lazy dog. ".repeat(130),
+        ),
+        ("mixed", "认证 flow 🚀 ok; ".repeat(400)),
+    ];
+    for (id, text) in &sessions {
+        session_with(&store, id, &[text.clone(), text.clone(), text.clone()]);
+    }
+    let tools = store
+        .recall_tools(RecallOptions {
+            max_result_tokens: Some(1000),
+            ..RecallOptions::default()
+        })
+        .unwrap();
+    let mut inputs = vec![
+        json!(["session_list", {}]),
+        json!(["session_search", {"query": "认证", "limit": 50}]),
+        json!(["session_search", {"query": "quick OR flow", "limit": 50}]),
+    ];
+    for (id, _) in &sessions {
+        inputs.push(json!(["session_read", {"session_id": id}]));
+        inputs.push(json!(["session_read", {"session_id": id, "record_seq": 1}]));
+        inputs
+            .push(json!(["session_read", {"session_id": id, "record_seq": 1, "char_offset": 700}]));
+    }
+    for call in inputs {
+        let r = tools
+            .handle(&json!({"name": call[0], "input": call[1]}))
+            .unwrap();
+        let content = r["content"].as_str().unwrap();
+        assert!(r.get("is_error").is_none(), "{call}: {content}");
+        assert!(
+            threadline::estimate_text_tokens(content) <= 1000,
+            "{call}: {} tokens estimated",
+            threadline::estimate_text_tokens(content)
+        );
+        assert!(
+            lower_bound_tokens(content) <= 1000.0,
+            "{call}: at least {} tokens",
+            lower_bound_tokens(content)
+        );
+    }
+    // A record larger than a result is shown cut, and reading on goes past it.
+    let mut input = json!({"session_id": "cjk"});
+    let mut shown = vec![];
+    for _ in 0..10 {
+        let r = tools
+            .handle(&json!({"name": "session_read", "input": input}))
+            .unwrap();
+        let content = r["content"].as_str().unwrap().to_string();
+        shown.extend(content.lines().filter_map(|l| {
+            l.strip_prefix("[seq ")?
+                .split(']')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        }));
+        let Some(at) = content.find("\"from_seq\": ") else {
+            assert!(content.ends_with("(end of the session)"), "{content}");
+            break;
+        };
+        let next: u64 = content[at + 12..].trim_end_matches('}').parse().unwrap();
+        input = json!({"session_id": "cjk", "from_seq": next});
+    }
+    shown.dedup();
+    assert_eq!(shown, [0, 1, 2]);
+}

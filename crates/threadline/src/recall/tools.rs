@@ -12,12 +12,13 @@ use super::transcript;
 use crate::error::{Error, Result};
 use crate::model::fields::Field;
 use crate::model::options::SessionFilter;
+use crate::model::tokens::{head_within, quarters};
 use crate::store::Store;
 
 pub const NAMES: [&str; 3] = ["session_list", "session_search", "session_read"];
 const DEFAULT_MAX_RESULT_TOKENS: u64 = 4_000;
-/// About four characters a token, as the rest of the library estimates.
-const CHARS_PER_TOKEN: u64 = 4;
+/// Tokens of a query or a project repeated in a result, at most.
+const ECHO_TOKENS: u64 = 25;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -185,12 +186,17 @@ impl RecallTools<'_> {
         }
     }
 
-    fn budget(&self) -> usize {
-        (self
+    /// The room of a result, less what `reserved` will take of it.
+    fn budget(&self, reserved: &[&str]) -> Budget {
+        let max = self
             .options
             .max_result_tokens
-            .unwrap_or(DEFAULT_MAX_RESULT_TOKENS)
-            * CHARS_PER_TOKEN) as usize
+            .unwrap_or(DEFAULT_MAX_RESULT_TOKENS);
+        let mut b = Budget { room: max * 4 };
+        for r in reserved {
+            b.take(r);
+        }
+        b
     }
 
     fn list(&self, input: &Map<String, Value>) -> Result<String> {
@@ -212,6 +218,12 @@ impl RecallTools<'_> {
         let total = sessions.len() as u64;
         let mut out = String::new();
         let mut shown = 0;
+        // The head and the end, at their longest.
+        let mut budget = self.budget(&[
+            &list_head(u64::MAX, u64::MAX, u64::MAX),
+            &list_more(u64::MAX),
+            LIST_END,
+        ]);
         for s in sessions.iter().skip(offset as usize).take(limit as usize) {
             let title = match &s.title {
                 Some(t) => t.clone(),
@@ -220,35 +232,33 @@ impl RecallTools<'_> {
             let line = format!(
                 "- {} · \"{}\"{} · {} · last active {} · {} messages\n",
                 s.id,
-                clip(&title, 100),
+                clip(&title, 25),
                 s.project
                     .as_ref()
-                    .map(|p| format!(" · project {p}"))
+                    .map(|p| format!(" · project {}", clip(p, ECHO_TOKENS)))
                     .unwrap_or_default(),
                 s.status.as_str(),
                 s.updated_at,
                 s.message_count
             );
-            if out.len() + line.len() > self.budget() && shown > 0 {
-                break;
+            match budget.fit(&line, shown == 0) {
+                Some(line) => out.push_str(&line),
+                None => break,
             }
-            out.push_str(&line);
             shown += 1;
         }
         let next = offset + shown;
-        let mut head = format!(
-            "{total} earlier session{}, newest first; {}:\n",
-            plural(total),
-            if shown == 0 {
-                "none on this page".to_string()
-            } else {
-                format!("{}-{}", offset + 1, next)
-            }
-        );
-        if next < total {
-            out.push_str(&format!("More: session_list with cursor \"{next}\".\n"));
+        let mut head = list_head(total, offset + 1, next);
+        if shown == 0 {
+            head = format!(
+                "{total} earlier session{}, newest first; none on this page:\n",
+                plural(total)
+            );
         }
-        out.push_str("Read one: session_read with its session_id.");
+        if next < total {
+            out.push_str(&list_more(next));
+        }
+        out.push_str(LIST_END);
         head.push_str(&out);
         Ok(head)
     }
@@ -304,20 +314,28 @@ impl RecallTools<'_> {
             }
             other => other,
         })?;
+        // The query said back, at most ECHO_TOKENS of it (it may be 2,000 characters).
+        let echo = json!(clip(&query, ECHO_TOKENS));
         if page.hits.is_empty() {
             return Ok(format!(
-                "No hits for {}. Try fewer or other words, a prefix*, or OR.",
-                json!(query)
+                "No hits for {echo}. Try fewer or other words, a prefix*, or OR."
             ));
         }
-        let mut out = format!("Hits for {}, best first:\n", json!(query));
+        let mut out = format!("Hits for {echo}, best first:\n");
+        let more = page.next_cursor.as_deref().map(search_more);
+        let mut budget = self.budget(&[
+            &out,
+            &search_left_out(page.hits.len()),
+            more.as_deref().unwrap_or(""),
+            SEARCH_END,
+        ]);
         let mut shown = 0;
         for (i, h) in page.hits.iter().enumerate() {
             let title = h
                 .session
                 .title
                 .as_deref()
-                .map(|t| format!(" (\"{}\")", clip(t, 60)))
+                .map(|t| format!(" (\"{}\")", clip(t, 15)))
                 .unwrap_or_default();
             let entry = format!(
                 "{}. session {}{} · seq {} · uuid {} · {} · {} · {}\n   {}\n",
@@ -331,21 +349,17 @@ impl RecallTools<'_> {
                 h.field.as_str(),
                 h.snippet
             );
-            if out.len() + entry.len() > self.budget() && shown > 0 {
-                break;
+            match budget.fit(&entry, shown == 0) {
+                Some(entry) => out.push_str(&entry),
+                None => break,
             }
-            out.push_str(&entry);
             shown += 1;
         }
         if shown < page.hits.len() {
-            out.push_str(&format!("({} more hits on this page left out to keep this short: ask with a smaller limit.)\n", page.hits.len() - shown));
+            out.push_str(&search_left_out(page.hits.len() - shown));
         }
-        if let Some(c) = &page.next_cursor {
-            out.push_str(&format!(
-                "More hits: session_search with the same query and cursor \"{c}\".\n"
-            ));
-        }
-        out.push_str("Read around a hit: session_read with its session_id and around_uuid.");
+        out.push_str(more.as_deref().unwrap_or(""));
+        out.push_str(SEARCH_END);
         Ok(out)
     }
 
@@ -406,21 +420,23 @@ impl RecallTools<'_> {
         let title = info
             .title
             .clone()
-            .map(|t| format!(" \"{}\"", clip(&t, 80)))
+            .map(|t| format!(" \"{}\"", clip(&t, 20)))
             .unwrap_or_default();
         let mut out = format!(
             "Session {id}{title}{} · {} · {} messages · last active {}\n",
             info.project
                 .as_ref()
-                .map(|p| format!(" · project {p}"))
+                .map(|p| format!(" · project {}", clip(p, ECHO_TOKENS)))
                 .unwrap_or_default(),
             info.status.as_str(),
             info.message_count,
             info.updated_at
         );
-        let budget = self.budget();
+        // The head, and at most a record cut short and the way to read on.
+        let mut budget = self.budget(&[&out, &record_cut(&id, u64::MAX), &read_on(&id, u64::MAX)]);
         let mut next = from;
         let mut done = true;
+        let mut shown = false;
         'pages: loop {
             let page = session.envelopes(next, Some(64))?;
             if page.is_empty() {
@@ -434,20 +450,28 @@ impl RecallTools<'_> {
                     continue;
                 }
                 let lines = transcript::render(&env, seq, &id, false);
-                if out.len() + lines.len() > budget {
-                    next = seq;
-                    done = false;
-                    break 'pages;
+                if budget.fits(&lines) {
+                    budget.take(&lines);
+                    out.push_str(&lines);
+                    shown = true;
+                    continue;
                 }
-                out.push_str(&lines);
+                done = false;
+                if shown {
+                    next = seq;
+                } else {
+                    // Larger than a result by itself: as much as fits, and where it is whole;
+                    // reading on goes on after it.
+                    out.push_str(head_within(&lines, budget.room).trim_end());
+                    out.push_str(&record_cut(&id, seq));
+                }
+                break 'pages;
             }
         }
         if done {
             out.push_str("(end of the session)");
         } else {
-            out.push_str(&format!(
-                "(cut here to stay within the result size) Read on: session_read {{\"session_id\": \"{id}\", \"from_seq\": {next}}}"
-            ));
+            out.push_str(&read_on(&id, next));
         }
         Ok(out)
     }
@@ -472,16 +496,86 @@ impl RecallTools<'_> {
         let text = transcript::render(&env, seq, id, true);
         let chars: Vec<char> = text.chars().collect();
         let start = (offset as usize).min(chars.len());
-        let end = (start + self.budget()).min(chars.len());
-        let mut out: String = chars[start..end].iter().collect();
+        let rest: String = chars[start..].iter().collect();
+        let budget = self.budget(&[&char_cut(id, seq, u64::MAX, u64::MAX)]);
+        let out = head_within(&rest, budget.room);
+        let end = start + out.chars().count();
+        let mut out = out.to_string();
         if end < chars.len() {
-            out.push_str(&format!(
-                "\n(cut at character {end} of {}) Read on: session_read {{\"session_id\": \"{id}\", \"record_seq\": {seq}, \"char_offset\": {end}}}",
-                chars.len()
-            ));
+            out.push_str(&char_cut(id, seq, end as u64, chars.len() as u64));
         }
         Ok(out)
     }
+}
+
+/// What is left of a result's room, in quarter tokens (`model::tokens`: estimated by script).
+struct Budget {
+    room: u64,
+}
+
+impl Budget {
+    fn fits(&self, s: &str) -> bool {
+        quarters(s) <= self.room
+    }
+
+    fn take(&mut self, s: &str) {
+        self.room = self.room.saturating_sub(quarters(s));
+    }
+
+    /// `s` if it fits (taken from the room); cut to what fits if it is the `first` of a list
+    /// (a list shows one entry at least, or paging would never move on); None: it does not.
+    fn fit(&mut self, s: &str, first: bool) -> Option<String> {
+        let s = if self.fits(s) {
+            s.to_string()
+        } else if first {
+            let cut = head_within(s, self.room.saturating_sub(quarters("…\n")));
+            format!("{}…\n", cut.trim_end())
+        } else {
+            return None;
+        };
+        self.take(&s);
+        Some(s)
+    }
+}
+
+const LIST_END: &str = "Read one: session_read with its session_id.";
+const SEARCH_END: &str = "Read around a hit: session_read with its session_id and around_uuid.";
+
+fn list_head(total: u64, first: u64, last: u64) -> String {
+    format!(
+        "{total} earlier session{}, newest first; {first}-{last}:\n",
+        plural(total)
+    )
+}
+
+fn list_more(next: u64) -> String {
+    format!("More: session_list with cursor \"{next}\".\n")
+}
+
+fn search_more(cursor: &str) -> String {
+    format!("More hits: session_search with the same query and cursor \"{cursor}\".\n")
+}
+
+fn search_left_out(n: usize) -> String {
+    format!("({n} more hits on this page left out to keep this short: ask with a smaller limit.)\n")
+}
+
+fn read_on(id: &str, next: u64) -> String {
+    format!(
+        "(cut here to stay within the result size) Read on: session_read {{\"session_id\": \"{id}\", \"from_seq\": {next}}}"
+    )
+}
+
+fn record_cut(id: &str, seq: u64) -> String {
+    format!(
+        " … [record {seq} is longer than a result; whole: session_read {{\"session_id\": \"{id}\", \"record_seq\": {seq}}}]\n"
+    )
+}
+
+fn char_cut(id: &str, seq: u64, end: u64, len: u64) -> String {
+    format!(
+        "\n(cut at character {end} of {len}) Read on: session_read {{\"session_id\": \"{id}\", \"record_seq\": {seq}, \"char_offset\": {end}}}"
+    )
 }
 
 /// A call in any of the accepted shapes.
@@ -612,11 +706,12 @@ fn first_prompt(store: &Store, id: &str) -> Result<Option<String>> {
     Ok(None)
 }
 
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
+/// `s`, or as much of it as `tokens` hold (estimated by script), and `…`.
+fn clip(s: &str, tokens: u64) -> String {
+    if quarters(s) <= tokens * 4 {
         s.to_string()
     } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
+        format!("{}…", head_within(s, tokens * 4 - quarters("…")))
     }
 }
 

@@ -37,6 +37,8 @@ use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 use crate::error::Result;
 use crate::model::fields::{self, Field};
+/// Han, kana and hangul characters are indexed one character a token.
+pub(crate) use crate::model::tokens::is_cjk;
 use crate::storage::db::{args, Db};
 use crate::storage::schema::SEQ_BITS;
 
@@ -332,14 +334,6 @@ fn capped(s: &str) -> &str {
         end -= 1;
     }
     &s[..end]
-}
-
-/// Whether `c` is written without spaces between words (Han, kana, hangul): indexed one
-/// character a token.
-pub(crate) fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x1100..=0x11FF | 0x3040..=0x30FF | 0x3130..=0x318F | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
-        | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF66..=0xFF9F | 0x20000..=0x2FA1F)
 }
 
 /// `text` with compatibility characters folded (NFKC): fullwidth and halfwidth forms, ligatures,
