@@ -1036,9 +1036,11 @@ export interface RecallTools {
   openaiResponses: ResponsesFunctionTool[]
   names: Array<'session_list' | 'session_search' | 'session_read'>
   /**
-   * Answers a call with a `tool_result` block (its `tool_use_id` is the call's id, or `''`).
-   * Bad arguments from a model are an `is_error` result that says what was wrong, never a throw;
-   * a closed or damaged store rejects with its error code.
+   * Answers a call with a `tool_result` block (its `tool_use_id` is the call's `call_id` for a
+   * Responses item, else its `id`, or `''` without one). Bad arguments from a model are an
+   * `is_error` result that says what was wrong, never a throw; a closed or damaged store rejects
+   * with its error code, and so does (INVALID_INPUT) a call whose id is not a string or that JSON
+   * cannot hold (a getter that throws, a cycle, nesting too deep).
    */
   handle(call: RecallToolCall): Promise<RecallToolResult>
 }

@@ -201,6 +201,36 @@ describe('recall tools', () => {
     assert.throws(() => store.recallTools({ nope: 1 }), (e) => e.code === 'INVALID_INPUT')
   })
 
+  // Issue 23, finding 12: a call the facade could not read was "the call names no tool", a
+  // numeric id was dropped, selectors were accepted together, char_offset past the end was empty.
+  test('a call is refused or answered for what it is: unreadable, numeric id, selectors together, past the end', async () => {
+    const tools = store.recallTools()
+    const root = {}
+    let deep = root
+    for (let i = 0; i < 100000; i++) deep = deep.a = {}
+    await assert.rejects(tools.handle({ name: 'session_list', input: root }), (e) => e.code === 'INVALID_INPUT' && /^recallTools\.handle: call: input\.a\.a.*: nested deeper than 128 levels$/.test(e.message))
+    const getter = { name: 'session_list', get input() { throw new Error('boom') } }
+    await assert.rejects(tools.handle(getter), (e) => e.code === 'INVALID_INPUT' && e.message === 'recallTools.handle: call: reading the value threw: boom')
+    await assert.rejects(tools.handle({ type: 'tool_use', id: 7, name: 'session_list', input: {} }), (e) => e.code === 'INVALID_INPUT' && /call\.id: expected a string, got a number/.test(e.message))
+    // a Responses item is answered by its call_id (its own id is the item's)
+    const answered = await tools.handle({ type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'session_list', arguments: '{}' })
+    assert.equal(answered.tool_use_id, 'call_1')
+    const read = (input) => tools.handle({ name: 'session_read', input: { session_id: 'tools', ...input } })
+    for (const [input, named] of [[{ from_seq: 1, record_seq: 2 }, 'from_seq and record_seq'], [{ around_uuid: 'x', record_seq: 2 }, 'around_uuid and record_seq'], [{ around_uuid: 'x', from_seq: 1, record_seq: 2 }, 'around_uuid, from_seq and record_seq']]) {
+      const r = await read(input)
+      assert.equal(r.is_error, true, JSON.stringify(input))
+      assert.equal(r.content, `give one of around_uuid, from_seq or record_seq, not ${named}`)
+    }
+    const whole = await read({ record_seq: 3 })
+    assert.match(whole.content, /\n\(end of the record\)$/)
+    const length = [...whole.content].length - '\n(end of the record)'.length
+    for (const charOffset of [length, 10_000_000]) {
+      const r = await read({ record_seq: 3, char_offset: charOffset })
+      assert.equal(r.is_error, undefined, r.content)
+      assert.match(r.content, /^\(end of the record\)/)
+    }
+  })
+
   // Issue 23, finding 12: budgets counted characters (4,115 CJK characters at 1,000 tokens).
   test('results stay within maxResultTokens estimated per script: CJK, emoji, Latin, mixed', async (t) => {
     const other = Store.open(path.join(tmpDir(t), 'budget.db'))

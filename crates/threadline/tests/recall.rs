@@ -322,3 +322,80 @@ fn results_stay_within_the_budget_estimated_per_script() {
     shown.dedup();
     assert_eq!(shown, [0, 1, 2]);
 }
+
+/// Issue 23, finding 12: a numeric id was dropped, `char_offset` past the end gave empty content,
+/// and the selectors of `session_read` were accepted together.
+#[test]
+fn a_call_is_refused_or_answered_for_what_it_is() {
+    let (_dir, store) = store();
+    let tools = store.recall_tools(RecallOptions::default()).unwrap();
+    let e = tools
+        .handle(&json!({"type": "tool_use", "id": 7, "name": "session_list", "input": {}}))
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+    assert!(
+        e.message().contains("id: expected a string, got a number"),
+        "{e}"
+    );
+    // A Responses item: the output answers its call_id (the item's own id is another)
+    let r = tools
+        .handle(&json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "session_list", "arguments": "{}"}))
+        .unwrap();
+    assert_eq!(r["tool_use_id"], "call_1");
+    let read = |input: serde_json::Value| {
+        let r = tools
+            .handle(&json!({"name": "session_read", "input": input}))
+            .unwrap();
+        (
+            r["content"].as_str().unwrap().to_string(),
+            r.get("is_error").is_some(),
+        )
+    };
+    for (input, named) in [
+        (
+            json!({"session_id": "tools", "from_seq": 1, "record_seq": 2}),
+            "from_seq and record_seq",
+        ),
+        (
+            json!({"session_id": "tools", "around_uuid": "x", "record_seq": 2}),
+            "around_uuid and record_seq",
+        ),
+        (
+            json!({"session_id": "tools", "around_uuid": "x", "from_seq": 2}),
+            "around_uuid and from_seq",
+        ),
+        (
+            json!({"session_id": "tools", "around_uuid": "x", "from_seq": 1, "record_seq": 2}),
+            "around_uuid, from_seq and record_seq",
+        ),
+    ] {
+        let (content, error) = read(input.clone());
+        assert!(error, "{input}: {content}");
+        assert_eq!(
+            content,
+            format!("give one of around_uuid, from_seq or record_seq, not {named}")
+        );
+    }
+    let (content, error) = read(json!({"session_id": "tools", "char_offset": 5}));
+    assert!(error);
+    assert_eq!(
+        content,
+        "char_offset: goes with record_seq (where to go on in that record)"
+    );
+    // The end of a record is said, past it too.
+    let (whole, error) = read(json!({"session_id": "tools", "record_seq": 3}));
+    assert!(
+        !error && whole.ends_with("\n(end of the record)"),
+        "{whole}"
+    );
+    let chars = whole.chars().count() - "\n(end of the record)".len();
+    for offset in [chars, chars + 1, 10_000_000] {
+        let (content, error) =
+            read(json!({"session_id": "tools", "record_seq": 3, "char_offset": offset}));
+        assert!(!error, "{content}");
+        assert!(
+            content.starts_with("(end of the record)"),
+            "{offset}: {content}"
+        );
+    }
+}

@@ -146,13 +146,24 @@ impl RecallTools<'_> {
     /// Answers a call: `{name, input}`, an Anthropic `tool_use` block, an OpenAI Chat tool call
     /// (`{id, function: {name, arguments}}`) or a Responses `function_call`. Always a
     /// `tool_result` block: what went wrong is said in an `is_error` one. Errors of the store
-    /// itself (closed, damaged) are thrown.
+    /// itself (closed, damaged) are thrown, and an id that is not a string (INVALID_INPUT: the
+    /// provider's SDKs give strings, and a result must name its call by one).
     pub fn handle(&self, call: &Value) -> Result<Value> {
-        let id = ["id", "call_id"]
-            .iter()
-            .find_map(|k| call.get(*k).and_then(Value::as_str))
-            .unwrap_or("")
-            .to_string();
+        // A Responses `function_call` item has an id of its own beside the `call_id` its output
+        // answers.
+        let given = ["call_id", "id"]
+            .into_iter()
+            .find_map(|k| call.get(k).filter(|v| !v.is_null()).map(|v| (k, v)));
+        let id = match given {
+            None => String::new(),
+            Some((_, Value::String(s))) => s.clone(),
+            Some((k, v)) => {
+                return Err(Error::InvalidInput(format!(
+                    "recallTools.handle: call.{k}: expected a string, got {}",
+                    crate::model::message::kind(v)
+                )))
+            }
+        };
         let answer = match Call::of(call) {
             Ok(c) => self.answer(&c),
             Err(why) => Ok(Err(why)),
@@ -377,6 +388,31 @@ impl RecallTools<'_> {
         let id = a
             .string("session_id")?
             .ok_or_else(|| Error::InvalidInput("session_id: required".into()))?;
+        let around = a.string("around_uuid")?;
+        let from_seq = a.int("from_seq", 0, u64::MAX)?;
+        let record_seq = a.int("record_seq", 0, u64::MAX)?;
+        let char_offset = a.int("char_offset", 0, u64::MAX)?;
+        let given: Vec<&str> = [
+            ("around_uuid", around.is_some()),
+            ("from_seq", from_seq.is_some()),
+            ("record_seq", record_seq.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, g)| g.then_some(k))
+        .collect();
+        if let [first @ .., last] = given.as_slice() {
+            if !first.is_empty() {
+                return Err(Error::InvalidInput(format!(
+                    "give one of around_uuid, from_seq or record_seq, not {} and {last}",
+                    first.join(", ")
+                )));
+            }
+        }
+        if char_offset.is_some() && record_seq.is_none() {
+            return Err(Error::InvalidInput(
+                "char_offset: goes with record_seq (where to go on in that record)".into(),
+            ));
+        }
         if Some(&id) == self.options.exclude_session_id.as_ref() {
             return Err(Error::InvalidInput(
                 "session_id: that is the current session: its messages are already in your context"
@@ -395,27 +431,17 @@ impl RecallTools<'_> {
                 "session_id: no session '{id}' (session_list shows them)"
             )));
         }
-        if let Some(seq) = a.int("record_seq", 0, u64::MAX)? {
-            return self.read_record(
-                &session,
-                &id,
-                seq,
-                a.int("char_offset", 0, u64::MAX)?.unwrap_or(0),
-            );
+        if let Some(seq) = record_seq {
+            return self.read_record(&session, &id, seq, char_offset.unwrap_or(0));
         }
-        let from = match (a.string("around_uuid")?, a.int("from_seq", 0, u64::MAX)?) {
-            (Some(_), Some(_)) => {
-                return Err(Error::InvalidInput(
-                    "give around_uuid or from_seq, not both".into(),
-                ))
-            }
-            (Some(uuid), None) => {
+        let from = match around {
+            Some(uuid) => {
                 let seq = session.seq_of_uuid(&uuid)?.ok_or_else(|| {
                     Error::NotFound(format!("around_uuid: no record '{uuid}' in session '{id}'"))
                 })?;
                 seq.saturating_sub(4)
             }
-            (None, from) => from.unwrap_or(0),
+            None => from_seq.unwrap_or(0),
         };
         let title = info
             .title
@@ -495,14 +521,26 @@ impl RecallTools<'_> {
         };
         let text = transcript::render(&env, seq, id, true);
         let chars: Vec<char> = text.chars().collect();
-        let start = (offset as usize).min(chars.len());
+        let len = chars.len() as u64;
+        if offset > len {
+            return Ok(format!(
+                "{END_OF_RECORD} char_offset {offset} is past it: record {seq} has {len} characters."
+            ));
+        }
+        let start = offset as usize;
         let rest: String = chars[start..].iter().collect();
         let budget = self.budget(&[&char_cut(id, seq, u64::MAX, u64::MAX)]);
         let out = head_within(&rest, budget.room);
         let end = start + out.chars().count();
         let mut out = out.to_string();
         if end < chars.len() {
-            out.push_str(&char_cut(id, seq, end as u64, chars.len() as u64));
+            out.push_str(&char_cut(id, seq, end as u64, len));
+        } else {
+            // The same end whether the last part was read from its start or from an offset.
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(END_OF_RECORD);
         }
         Ok(out)
     }
@@ -538,6 +576,8 @@ impl Budget {
     }
 }
 
+/// What a `record_seq` read ends with once it has reached the end of the record.
+const END_OF_RECORD: &str = "(end of the record)";
 const LIST_END: &str = "Read one: session_read with its session_id.";
 const SEARCH_END: &str = "Read around a hit: session_read with its session_id and around_uuid.";
 
