@@ -956,7 +956,10 @@ export interface SearchOptions {
   fields?: SearchField[] | undefined
   /** Hits per page, 1 to 200; default 20. */
   limit?: number | undefined
-  /** `nextCursor` of the previous page of the same query and options. */
+  /**
+   * `nextCursor` of the previous page of the same query and options, from this store (signed: one
+   * altered, of another search or of another store is INVALID_INPUT).
+   */
   cursor?: string | undefined
 }
 
@@ -987,7 +990,10 @@ export interface RecallToolsOptions {
   excludeSessionId?: string | undefined
   /** Only sessions of this project. */
   project?: string | undefined
-  /** Each result stays under about this many tokens (200 to 200,000; default 4,000). */
+  /**
+   * Each result stays within this many tokens as estimated by script (a CJK character 1.5, an
+   * emoji 3, four ASCII characters 1: docs/recall.md), 200 to 200,000; default 4,000.
+   */
   maxResultTokens?: number | undefined
 }
 
@@ -1036,9 +1042,11 @@ export interface RecallTools {
   openaiResponses: ResponsesFunctionTool[]
   names: Array<'session_list' | 'session_search' | 'session_read'>
   /**
-   * Answers a call with a `tool_result` block (its `tool_use_id` is the call's id, or `''`).
-   * Bad arguments from a model are an `is_error` result that says what was wrong, never a throw;
-   * a closed or damaged store rejects with its error code.
+   * Answers a call with a `tool_result` block (its `tool_use_id` is the call's `call_id` for a
+   * Responses item, else its `id`, or `''` without one). Bad arguments from a model are an
+   * `is_error` result that says what was wrong, never a throw; a closed or damaged store rejects
+   * with its error code, and so does (INVALID_INPUT) a call whose id is not a string or that JSON
+   * cannot hold (a getter that throws, a cycle, nesting too deep).
    */
   handle(call: RecallToolCall): Promise<RecallToolResult>
 }

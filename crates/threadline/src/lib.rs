@@ -76,6 +76,7 @@ pub use model::options::{
 };
 pub use model::state::{TokenPatch, TokenTracker, Turn, TurnStatus};
 pub use model::stream::{Assembler, Pushed};
+pub use model::tokens::estimate_text_tokens;
 pub use model::usage::Usage;
 pub use model::validate::{validate_messages, Problem, ProblemCode};
 pub use recall::{Field, RecallOptions, RecallTools, SearchHit, SearchOptions, SearchPage};
