@@ -92,4 +92,5 @@ pub use store::{default_store_path, Store};
 #[doc(hidden)]
 pub mod testing {
     pub use crate::context::read_whole_context;
+    pub use crate::storage::search_index::set_index_budget;
 }

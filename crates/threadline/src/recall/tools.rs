@@ -299,9 +299,14 @@ impl RecallTools<'_> {
             }
             other => other,
         })?;
+        // A store with a large backlog is indexed over several searches: say what was not seen.
+        let unseen = match page.unindexed {
+            0 => String::new(),
+            n => format!("\n({n} records are not indexed yet and were not searched: search again in a moment to include them.)"),
+        };
         if page.hits.is_empty() {
             return Ok(format!(
-                "No hits for {}. Try fewer or other words, a prefix*, or OR.",
+                "No hits for {}. Try fewer or other words, a prefix*, or OR.{unseen}",
                 json!(query)
             ));
         }
@@ -341,6 +346,7 @@ impl RecallTools<'_> {
             ));
         }
         out.push_str("Read around a hit: session_read with its session_id and around_uuid.");
+        out.push_str(&unseen);
         Ok(out)
     }
 
