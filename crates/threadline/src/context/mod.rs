@@ -366,6 +366,24 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         let Some(ratio) = floor_ratio(&view, &sizes) else {
             continue;
         };
+        // Until what was read could be over the budget once shaped (at most `most` characters
+        // a record, each message's estimate rounded up), no turn of it can be left out: no trial
+        // cut is made.
+        let read_chars: u64 = sizes.iter().sum();
+        let most: u64 = view.iter().map(|r| most_chars(r, o)).sum::<u64>() + read_chars;
+        let over = o.max_tokens.is_some_and(|t| {
+            tokens_of(most, ratio) + view.len() as u64 + system_tokens(o, ratio) > t
+        }) || o.max_messages.is_some_and(|m| view.len() as u64 > m);
+        if !over {
+            // Read on, at once as far as the budget needs at the characters a record has so far.
+            if let Some(t) = o.max_tokens {
+                let per_record = (read_chars / view.len().max(1) as u64).max(1);
+                let needed = (t as f64 / ratio) as u64 / per_record;
+                size = size.max(needed.saturating_sub(view.len() as u64) + FIRST_CHUNK);
+                size = size.min(1 << 20);
+            }
+            continue;
+        }
         // The cut is that of the whole context if, read from a prompt on, at least two whole
         // turns are left out: the first turn read lacks what merges into it from before (the
         // results of the response before the prompt), and the cut never falls there.
@@ -405,6 +423,20 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         calibrated,
         unread: None,
     })
+}
+
+/// How many characters shaping can add to a record's estimate, at most: a string content
+/// becomes a text block, and a previewed result gains its note (its text only shortens).
+fn most_chars(r: &ViewRecord, o: &ContextOptions) -> u64 {
+    let results: u64 = match o.tool_result_preview_chars {
+        Some(_) => blocks(&r.message)
+            .iter()
+            .filter(|b| block_type(b) == "tool_result")
+            .map(|b| json_chars(b.get("tool_use_id").unwrap_or(&Value::Null)) + 256)
+            .sum(),
+        None => 0,
+    };
+    32 + results
 }
 
 /// The tokens-per-character ratio of a context that ends with `view` (with `chars` of each
