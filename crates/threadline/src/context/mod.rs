@@ -141,7 +141,20 @@ impl Session {
             };
             drop(conn);
             let ratio = read.ratio;
-            let kept = cut(read.view, options, ratio, &mut stats);
+            let kept = match read.cut {
+                // Cut already, on the records read back (the same cut a read of all gives).
+                Some((kept, cut_stats)) => {
+                    stats = ContextStats {
+                        start_seq: stats.start_seq,
+                        compacted: stats.compacted,
+                        tokens_per_char: stats.tokens_per_char,
+                        calibrated: stats.calibrated,
+                        ..cut_stats
+                    };
+                    kept
+                }
+                None => cut(read.view, options, ratio, &mut stats),
+            };
             if let Some(unread) = read.unread {
                 unread.count_in(&mut stats);
             }
@@ -259,6 +272,8 @@ struct Read {
     start_seq: u64,
     /// the part of the context before `view`, when it was not read
     unread: Option<Unread>,
+    /// the messages kept and the statistics of the cut, when reading back made it already
+    cut: Option<(Vec<Msg>, ContextStats)>,
 }
 
 /// The start of a long context that the budget leaves out, counted from the stored records
@@ -324,6 +339,7 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
             ratio,
             calibrated,
             unread: None,
+            cut: None,
         })
     };
     if o.max_tokens.is_none() && o.max_messages.is_none() || WHOLE.with(Cell::get) {
@@ -378,7 +394,8 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
             // Read on, at once as far as the budget needs at the characters a record has so far.
             if let Some(t) = o.max_tokens {
                 let per_record = (read_chars / view.len().max(1) as u64).max(1);
-                let needed = (t as f64 / ratio) as u64 / per_record;
+                // A quarter more than the budget holds: the turns left out must be read too.
+                let needed = (t as f64 / ratio) as u64 / per_record * 5 / 4;
                 size = size.max(needed.saturating_sub(view.len() as u64) + FIRST_CHUNK);
                 size = size.min(1 << 20);
             }
@@ -392,21 +409,20 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         };
         let window: Vec<ViewRecord> = view[first..].iter().map(|&r| r.clone()).collect();
         let mut trial = ContextStats::default();
-        cut(window, o, ratio, &mut trial);
+        let kept = cut(window, o, ratio, &mut trial);
         if trial.dropped_turns < 2 {
             continue;
         }
         let first_seq = view[first].seq;
         let first_index = view[first].index;
-        drop(view);
-        let view: Vec<ViewRecord> = chunks.into_iter().rev().flatten().skip(first).collect();
         let unread = unread_part(conn, s.num, &segments, &start, first_seq, first_index)?;
         return Ok(Read {
-            view,
+            view: Vec::new(),
             ratio,
             calibrated: true,
             start_seq: unread.dropped.first().map_or(first_seq, |d| d.from_seq),
             unread: Some(unread),
+            cut: Some((kept, trial)),
         });
     }
     // Read to its start: it is the whole context.
@@ -422,6 +438,7 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         ratio,
         calibrated,
         unread: None,
+        cut: None,
     })
 }
 
