@@ -2,7 +2,7 @@
 // A session of 1,000,000 records: buildContext, compactionPlan and the first search, each timed
 // and its extra peak memory measured, against the goal of issue 23 (each within 3 s and 512 MiB).
 //
-//   node --expose-gc bench/million.js [--engine sqlite|postgres] [--only a,b] [--records N]
+//   node --expose-gc bench/million.js [--engine sqlite|postgres] [--only SESSIONS] [--ops OPS] [--records N]
 //   BENCH_MILLION=1 npm run bench        (runs it at the end of the full run, SQLite)
 //
 // The sessions are made once and kept in bench/.data/ (gitignored; about 4 GB, several minutes to make), then reused:
@@ -172,7 +172,7 @@ const PLAN = [
   ['small', ['buildContext', 'buildContextBudget', 'compactionPlan', 'search']],
 ]
 
-function run({ log = (...a) => console.error(...a), engine = opt('--engine', 'sqlite'), only = opt('--only', null) } = {}) {
+function run({ log = (...a) => console.error(...a), engine = opt('--engine', 'sqlite'), only = opt('--only', null), opOnly = opt('--ops', null) } = {}) {
   const results = []
   const url = process.env.THREADLINE_TEST_POSTGRES
   if (engine === 'postgres' && !url) throw new Error('--engine postgres needs THREADLINE_TEST_POSTGRES')
@@ -180,7 +180,7 @@ function run({ log = (...a) => console.error(...a), engine = opt('--engine', 'sq
     if (only && !only.split(',').includes(kind)) continue
     const file = engine === 'postgres' ? null : build(kind, RECORDS)
     const location = engine === 'postgres' ? build(kind, RECORDS, pgLocation(url, kind, RECORDS)) : file
-    for (const op of ops) {
+    for (const op of ops.filter((o) => !opOnly || opOnly.split(',').includes(o))) {
       let at = location
       if (op === 'search') at = engine === 'postgres' ? pgResetIndex(location) : unindexedCopy(file)
       const r = runChild(at, op)
