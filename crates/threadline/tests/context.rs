@@ -454,7 +454,7 @@ fn long_session(turns: usize, input_tokens: u64) -> Session {
         let mut call = vec![
             json!({"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": format!("/repo/m{}.rs", i % 37)}}),
         ];
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             call.insert(0, json!({"type": "thinking", "thinking": format!("thinking {i}"), "signature": "c2ln"}));
         }
         batch.push(

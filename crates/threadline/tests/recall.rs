@@ -80,7 +80,13 @@ fn a_search_behind_a_large_backlog_answers_in_its_time_and_says_what_it_did_not_
             ..SessionOptions::default()
         })
         .unwrap();
-    let role = |i: usize| if i % 2 == 0 { "user" } else { "assistant" };
+    let role = |i: usize| {
+        if i.is_multiple_of(2) {
+            "user"
+        } else {
+            "assistant"
+        }
+    };
     s.append_many(
         (0..1600)
             .map(|i| json!({"role": role(i), "content": [{"type": "text", "text": format!("common marker{i}")}]}))
