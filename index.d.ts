@@ -983,6 +983,12 @@ export interface SearchPage {
   hits: SearchHit[]
   /** Pass it back as `cursor` for the next page; null when this is the last. */
   nextCursor: string | null
+  /**
+   * Records committed but not indexed yet, so not searched: 0 unless the store had a large
+   * backlog (a search indexes for at most about 1.5 s before it answers; the next searches go
+   * on where it stopped).
+   */
+  unindexed: number
 }
 
 export interface RecallToolsOptions {

@@ -54,6 +54,8 @@ describe('search over real sessions', () => {
       assert.match(h.timestamp, /^2026-/)
     }
     assert.equal(page.nextCursor, null)
+    // every committed record was indexed before the search answered
+    assert.equal(page.unindexed, 0)
     // the record is the one at that seq
     const h = page.hits[0]
     const env = store.openSession('compacted').envelopes({ fromSeq: h.seq, limit: 1 })[0]

@@ -88,3 +88,10 @@ pub use session::{ContextFill, MessageView, Page, RestoreReport, Session, Skippe
 pub use storage::journal::CallState;
 pub use store::verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};
 pub use store::{default_store_path, Store};
+
+/// Hooks for tests; not part of the API.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::context::read_whole_context;
+    pub use crate::storage::search_index::set_index_budget;
+}

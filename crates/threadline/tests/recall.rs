@@ -398,4 +398,51 @@ fn a_call_is_refused_or_answered_for_what_it_is() {
             "{offset}: {content}"
         );
     }
+
+#[test]
+fn a_search_behind_a_large_backlog_answers_in_its_time_and_says_what_it_did_not_see() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::location(dir.path(), "backlog.db");
+    let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+    let s = store
+        .create_session(SessionOptions {
+            id: Some("long".into()),
+            ..SessionOptions::default()
+        })
+        .unwrap();
+    let role = |i: usize| {
+        if i.is_multiple_of(2) {
+            "user"
+        } else {
+            "assistant"
+        }
+    };
+    s.append_many(
+        (0..1600)
+            .map(|i| json!({"role": role(i), "content": [{"type": "text", "text": format!("common marker{i}")}]}))
+            .collect(),
+    )
+    .unwrap();
+    let found = |q: &str| {
+        let page = store.search(q, &SearchOptions::default()).unwrap();
+        (page.hits.len(), page.unindexed)
+    };
+    // No time to index: each search indexes one batch (500 records, oldest first) and answers
+    // from what is indexed, saying how many records it did not search.
+    threadline::testing::set_index_budget(Some(std::time::Duration::ZERO));
+    assert_eq!(found("marker1599"), (0, 1100));
+    assert_eq!(found("marker10"), (1, 600));
+    assert_eq!(found("marker999"), (1, 100));
+    assert_eq!(found("marker1599"), (1, 0));
+    assert_eq!(found("marker1599"), (1, 0));
+    // With the usual budget, what was appended since is found at the next search, whole.
+    threadline::testing::set_index_budget(None);
+    s.append_many(
+        (1600..2400)
+            .map(|i| json!({"role": role(i), "content": [{"type": "text", "text": format!("common marker{i}")}]}))
+            .collect(),
+    )
+    .unwrap();
+    assert_eq!(found("marker2399"), (1, 0));
+    assert_eq!(found("marker1600 OR marker2000 OR marker5"), (3, 0));
 }

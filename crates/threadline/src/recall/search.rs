@@ -67,6 +67,9 @@ pub struct HitSession {
 pub struct SearchPage {
     pub hits: Vec<SearchHit>,
     pub next_cursor: Option<String>,
+    /// records committed but not indexed yet, so not searched: 0 unless the store had a large
+    /// backlog, which the next searches index (docs/recall.md)
+    pub unindexed: u64,
 }
 
 impl Store {
@@ -92,12 +95,16 @@ impl Store {
         }
         // What was committed since the last search is indexed first (a readonly store searches
         // what its writers have indexed).
-        if writable {
-            index::catch_up(&conn)?;
-        }
+        // A large backlog is indexed over several searches (`index::INDEX_BUDGET` each): until
+        // then, the page says how many records it could not see.
+        let mut unindexed = if writable {
+            index::catch_up(&conn, index::index_budget())?
+        } else {
+            index::unindexed(&conn)?
+        };
         let Db::Sqlite(lite, ..) = &*conn else {
             let rows = plan.rows_pg(&conn, &query)?;
-            return self.page(&conn, rows, &plan, &query);
+            return self.page(&conn, rows, &plan, &query, unindexed);
         };
         let rows = match plan.rows(lite, &query) {
             Err(e) if index::is_index_damage(&e) && writable => {
@@ -105,12 +112,12 @@ impl Store {
                 let tx = crate::storage::txn::Txn::immediate(&conn)?;
                 index::reset(tx.sqlite()?)?;
                 tx.commit()?;
-                index::catch_up(&conn)?;
+                unindexed = index::catch_up(&conn, index::index_budget())?;
                 plan.rows(lite, &query)?
             }
             other => other?,
         };
-        self.page(&conn, rows, &plan, &query)
+        self.page(&conn, rows, &plan, &query, unindexed)
     }
 
     /// The page of hits of `rows` (one more than the page holds, if another page follows).
@@ -120,6 +127,7 @@ impl Store {
         rows: Vec<Row>,
         plan: &Plan<'_>,
         query: &Query,
+        unindexed: u64,
     ) -> Result<SearchPage> {
         let more = rows.len() as u64 > plan.limit;
         let mut hits = Vec::new();
@@ -127,7 +135,11 @@ impl Store {
             hits.push(hit(conn, row, &plan.fields, query)?);
         }
         let next_cursor = more.then(|| plan.cursor(plan.offset + plan.limit));
-        Ok(SearchPage { hits, next_cursor })
+        Ok(SearchPage {
+            hits,
+            next_cursor,
+            unindexed,
+        })
     }
 }
 

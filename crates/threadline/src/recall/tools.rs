@@ -327,9 +327,14 @@ impl RecallTools<'_> {
         })?;
         // The query said back, at most ECHO_TOKENS of it (it may be 2,000 characters).
         let echo = json!(clip(&query, ECHO_TOKENS));
+        // A store with a large backlog is indexed over several searches: say what was not seen.
+        let unseen = match page.unindexed {
+            0 => String::new(),
+            n => format!("\n({n} records are not indexed yet and were not searched: search again in a moment to include them.)"),
+        };
         if page.hits.is_empty() {
             return Ok(format!(
-                "No hits for {echo}. Try fewer or other words, a prefix*, or OR."
+                "No hits for {echo}. Try fewer or other words, a prefix*, or OR.{unseen}"
             ));
         }
         let mut out = format!("Hits for {echo}, best first:\n");
@@ -371,6 +376,7 @@ impl RecallTools<'_> {
         }
         out.push_str(more.as_deref().unwrap_or(""));
         out.push_str(SEARCH_END);
+        out.push_str(&unseen);
         Ok(out)
     }
 

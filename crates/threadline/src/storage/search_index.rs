@@ -30,6 +30,8 @@
 //! weights. It is filled the same way, at the next search.
 
 use std::borrow::Cow;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
@@ -78,7 +80,8 @@ fn add(db: &Db, id: i64, message: &Value) -> Result<()> {
     let prepared: Vec<String> = texts.iter().map(|t| prepare(&fold(capped(t)))).collect();
     let Db::Sqlite(conn, ..) = db else {
         let v: Vec<String> = prepared.iter().map(|t| tsvector_of(t)).collect();
-        db.execute(
+        // Held back and sent with the next statement: a batch's rows go in one round trip.
+        db.execute_later(
             "INSERT INTO search(id, text, thinking, tool_input, tool_output)
              VALUES (?1, CAST(CAST(?2 AS text) AS tsvector), CAST(CAST(?3 AS text) AS tsvector), CAST(CAST(?4 AS text) AS tsvector), CAST(CAST(?5 AS text) AS tsvector))
              ON CONFLICT DO NOTHING",
@@ -269,13 +272,53 @@ pub(crate) fn pending(db: &Db) -> Result<bool> {
         .is_some())
 }
 
-/// Indexes every record committed and not indexed yet, `BATCH` records a write transaction (so
-/// that the appends of other processes wait for one batch at most).
-pub(crate) fn catch_up(db: &Db) -> Result<()> {
+/// How many records are waiting to be indexed.
+pub(crate) fn unindexed(db: &Db) -> Result<u64> {
+    let n: Option<i64> = db.query_row(
+        "SELECT CAST(coalesce(sum(records - indexed), 0) AS bigint) FROM sessions WHERE indexed < records",
+        &[],
+        |r| r.get(0),
+    )?;
+    Ok(n.unwrap_or(0).max(0) as u64)
+}
+
+/// How long a search may spend indexing before it answers. What was committed since the last
+/// search is usually indexed well within it (about 20 to 30 µs a record); a larger backlog (a
+/// store written for long without a search, an import, a store from before the index) is
+/// indexed over the following searches, this long each, and meanwhile a search says how many
+/// records it could not see yet (`SearchPage::unindexed`).
+pub(crate) const INDEX_BUDGET: Duration = Duration::from_millis(1500);
+
+thread_local! {
+    /// The budget in place of `INDEX_BUDGET` on this thread (tests of a search that returns
+    /// before the index caught up).
+    static BUDGET: Cell<Option<Duration>> = const { Cell::new(None) };
+}
+
+/// Sets (or, with `None`, resets) how long a search on this thread may index before it answers.
+pub fn set_index_budget(budget: Option<Duration>) {
+    BUDGET.with(|b| b.set(budget));
+}
+
+/// The budget of a search on this thread.
+pub(crate) fn index_budget() -> Duration {
+    BUDGET.with(Cell::get).unwrap_or(INDEX_BUDGET)
+}
+
+/// Indexes the records committed and not indexed yet, `BATCH` records a write transaction (so
+/// that the appends of other processes wait for one batch at most), until none is left or
+/// `budget` has passed (one batch at least). Returns how many records are still waiting.
+pub(crate) fn catch_up(db: &Db, budget: Duration) -> Result<u64> {
+    let started = Instant::now();
     // This connection's open batch of appends first: its sessions' record counts, which say what
     // is left to index, are written when it commits (storage/batch.rs).
     db.commit_batch()?;
+    let mut first = true;
     while pending(db)? {
+        if !first && started.elapsed() >= budget {
+            return unindexed(db);
+        }
+        first = false;
         let tx = crate::storage::txn::Txn::immediate(db)?;
         if let Db::Sqlite(conn, ..) = &*tx {
             let exists = conn
@@ -302,25 +345,31 @@ pub(crate) fn catch_up(db: &Db) -> Result<()> {
         )?;
         if let Some((num, from, records)) = next {
             let to = records.min(from + BATCH);
-            let (lo, _) = crate::storage::schema::range(num);
-            for env in crate::storage::records::records_between(&tx, num, from, to - 1)? {
-                let Value::Object(env) = env else { continue };
-                if !indexable(&env) {
-                    continue;
-                }
-                let seq = env.get("seq").and_then(Value::as_u64).unwrap_or(from);
-                add(
-                    &tx,
-                    lo + seq as i64,
-                    env.get("message").unwrap_or(&Value::Null),
-                )?;
-            }
+            index_range(&tx, num, from, to)?;
             tx.execute(
                 "UPDATE sessions SET indexed = ?1 WHERE num = ?2",
                 &args![to as i64, num],
             )?;
         }
         tx.commit()?;
+    }
+    Ok(0)
+}
+
+/// Indexes records `from..to` of session `num` (inside the caller's write transaction).
+fn index_range(db: &Db, num: i64, from: u64, to: u64) -> Result<()> {
+    let (lo, _) = crate::storage::schema::range(num);
+    for env in crate::storage::records::records_between(db, num, from, to - 1)? {
+        let Value::Object(env) = env else { continue };
+        if !indexable(&env) {
+            continue;
+        }
+        let seq = env.get("seq").and_then(Value::as_u64).unwrap_or(from);
+        add(
+            db,
+            lo + seq as i64,
+            env.get("message").unwrap_or(&Value::Null),
+        )?;
     }
     Ok(())
 }
