@@ -905,7 +905,11 @@ export interface ImportReport {
   records: number
   /** of them, records the store did not have */
   newRecords: number
-  /** lines not imported, with the reason (a line that is not JSON, a record of the wrong shape) */
+  /**
+   * lines not imported, with the reason (a line that is not JSON, a record of the wrong shape);
+   * without `line`, a file not read: a FIFO, socket or device, a link that dangles, loops, leads
+   * out of the folder or to a folder, a file over 4 GiB, one with no JSON object line (docs/import.md)
+   */
   skipped: Array<{ file: string; line?: number; reason: string }>
   /** records kept as events rather than messages, counted by type (unknown types too) */
   events: Record<string, number>
@@ -952,7 +956,10 @@ export interface SearchOptions {
   fields?: SearchField[] | undefined
   /** Hits per page, 1 to 200; default 20. */
   limit?: number | undefined
-  /** `nextCursor` of the previous page of the same query and options. */
+  /**
+   * `nextCursor` of the previous page of the same query and options, from this store (signed: one
+   * altered, of another search or of another store is INVALID_INPUT).
+   */
   cursor?: string | undefined
 }
 
@@ -976,6 +983,12 @@ export interface SearchPage {
   hits: SearchHit[]
   /** Pass it back as `cursor` for the next page; null when this is the last. */
   nextCursor: string | null
+  /**
+   * Records committed but not indexed yet, so not searched: 0 unless the store had a large
+   * backlog (a search indexes for at most about 1.5 s before it answers; the next searches go
+   * on where it stopped).
+   */
+  unindexed: number
 }
 
 export interface RecallToolsOptions {
@@ -983,7 +996,10 @@ export interface RecallToolsOptions {
   excludeSessionId?: string | undefined
   /** Only sessions of this project. */
   project?: string | undefined
-  /** Each result stays under about this many tokens (200 to 200,000; default 4,000). */
+  /**
+   * Each result stays within this many tokens as estimated by script (a CJK character 1.5, an
+   * emoji 3, four ASCII characters 1: docs/recall.md), 200 to 200,000; default 4,000.
+   */
   maxResultTokens?: number | undefined
 }
 
@@ -1032,9 +1048,11 @@ export interface RecallTools {
   openaiResponses: ResponsesFunctionTool[]
   names: Array<'session_list' | 'session_search' | 'session_read'>
   /**
-   * Answers a call with a `tool_result` block (its `tool_use_id` is the call's id, or `''`).
-   * Bad arguments from a model are an `is_error` result that says what was wrong, never a throw;
-   * a closed or damaged store rejects with its error code.
+   * Answers a call with a `tool_result` block (its `tool_use_id` is the call's `call_id` for a
+   * Responses item, else its `id`, or `''` without one). Bad arguments from a model are an
+   * `is_error` result that says what was wrong, never a throw; a closed or damaged store rejects
+   * with its error code, and so does (INVALID_INPUT) a call whose id is not a string or that JSON
+   * cannot hold (a getter that throws, a cycle, nesting too deep).
    */
   handle(call: RecallToolCall): Promise<RecallToolResult>
 }

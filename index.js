@@ -1437,14 +1437,16 @@ const StoreSteps = {
       ...tools,
       /** @param {any} c */
       handle(c) {
+        // A call JSON cannot hold (a getter that throws, a cycle, nesting too deep to walk) is
+        // the caller's to fix: rejected with what it is, as any other argument.
         let text
         try {
-          text = JSON.stringify(c ?? null)
+          text = toJson(c ?? null, 'recallTools.handle: call')
         } catch (e) {
-          text = 'null'
+          return Promise.reject(e)
         }
         const steps = (/** @returns {Steps} */ function* () {
-          return JSON.parse(yield call(store[kNative], 'recallHandle', [o, text ?? 'null']))
+          return JSON.parse(yield call(store[kNative], 'recallHandle', [o, text]))
         })()
         if (store[kKind] !== SYNC) return queued(store, steps)
         try {

@@ -40,18 +40,33 @@ after(() => {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-/** Runs `args` in a new tmux window of 160x50 and waits until `done` holds for its screen. */
-async function screen(name, args, done, { escapes = false } = {}) {
+/**
+ * Runs `args` in a new tmux window of 160x50 and waits until `done` holds for its screen. With
+ * `raw`, every byte the command writes to the terminal is copied to that file (tmux pipe-pane,
+ * set up before the command starts), and an OSC 52 clipboard write would make a tmux paste buffer.
+ * `inspect(name)` runs before the window is closed.
+ */
+async function screen(name, args, done, { escapes = false, raw, inspect } = {}) {
   const cmd = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ')
   const env = ['env', '-u', 'NO_COLOR', '-u', 'FORCE_COLOR', 'TERM=xterm-256color']
-  const r = tmux('new-session', '-d', '-s', name, '-x', '160', '-y', '50', `${env.join(' ')} ${cmd}; echo "[exit $?]"; sleep 60`)
+  const go = path.join(dir, `${name}.go`)
+  const wait = raw ? `while [ ! -e '${go}' ]; do sleep 0.05; done; ` : ''
+  const r = tmux('new-session', '-d', '-s', name, '-x', '160', '-y', '50', `${wait}${env.join(' ')} ${cmd}; echo "[exit $?]"; sleep 60`)
   assert.equal(r.status, 0, r.stderr)
+  if (raw) {
+    // and OSC 52 would make a tmux paste buffer (the default, 'external', ignores it)
+    assert.equal(tmux('set-option', '-g', 'set-clipboard', 'on').status, 0)
+    assert.equal(tmux('pipe-pane', '-t', name, `cat > '${raw}'`).status, 0)
+    fs.writeFileSync(go, '')
+  }
   let text = ''
   for (let i = 0; i < 200; i++) {
     text = tmux('capture-pane', '-p', ...(escapes ? ['-e'] : []), '-J', '-S', '-1000', '-t', name).stdout
     if (done(text)) break
     await sleep(100)
   }
+  if (raw) tmux('pipe-pane', '-t', name)
+  if (inspect) inspect(name)
   tmux('kill-session', '-t', name)
   return text
 }
@@ -102,4 +117,35 @@ test('import in a terminal: a progress bar on one line, then the summary', async
   assert.match(bars[0], /^█{30} 40\/40 files {2}[\d.]+\/[\d.]+ MB {2}\d+ records$/)
   assert.match(plain, /^40 new of 40 sessions, \d+ new of \d+ records$/m)
   assert.match(plain, /\[exit 0\]/)
+})
+
+test('data cannot drive the terminal: a clipboard write, a window title and a screen clear in a title and a message are shown as text', async () => {
+  // OSC 52 (tmux makes it a paste buffer when set-clipboard is on), OSC 0 (the pane title), ESC[2J
+  const payload = '\x1b]52;c;aGFja2Vk\x07\x1b]0;pwned\x07\x1b[2J'
+  const file = path.join(dir, 'hostile.db')
+  const store = Store.open(file)
+  const s = store.createSession({ id: 'evil', project: 'p', title: `title${payload}` })
+  s.append({ role: 'user', content: [{ type: 'text', text: `body${payload}\nsecond line` }] })
+  s.close()
+  store.close()
+  // export writes a document: to a file or a pipe as it is, to a terminal with the same care
+  for (const args of [['show', 'evil'], ['ls'], ['search', 'body'], ['export', 'evil', '--format', 'markdown']]) {
+    const name = `hostile-${args[0]}`
+    const raw = path.join(dir, `${name}.raw`)
+    let title = ''
+    const inspect = (n) => (title = tmux('display-message', '-p', '-t', n, '#{pane_title}').stdout)
+    const shown = await screen(name, ['--store', file, ...args], (x) => x.includes('[exit '), { escapes: true, raw, inspect })
+    const bytes = fs.readFileSync(raw, 'latin1')
+    // every ESC the command wrote starts one of its own colours (SGR, ESC [ ... m)
+    const escapes = bytes.match(/\x1b[^\n]{0,12}/g) ?? []
+    if (args[0] !== 'export') assert.ok(escapes.length > 0, 'the command colours its output')
+    for (const e of escapes) assert.match(e, /^\x1b\[[0-9;]*m/, `${args[0]}: an escape from the data reached the terminal: ${JSON.stringify(e)}`)
+    assert.ok(!/[\x00-\x08\x0b-\x0c\x0e-\x1a\x1c-\x1f\x7f]/.test(bytes), `${args[0]}: a control character reached the terminal`)
+    const plain = shown.replace(/\x1b\[[0-9;]*m/g, '')
+    assert.match(plain, /\[exit 0\]/)
+    assert.ok(plain.includes('\\x1b]52;c;aGFja2Vk\\x07\\x1b]0;pwned\\x07\\x1b[2J'), `${args[0]}: the payload shown as text:\n${plain}`)
+    if (args[0] === 'show') assert.match(plain, /^title\\x1b\]52;.*\n(.*\n)*body\\x1b\]52;.*\nsecond line$/m, 'the screen was not cleared: the title line is still there')
+    assert.equal(tmux('list-buffers').stdout, '', `${args[0]}: the clipboard was written`)
+    assert.ok(title.trim() !== '' && !title.includes('pwned'), `${args[0]}: the window title was set: ${title}`)
+  }
 })

@@ -202,6 +202,36 @@ test('import: a line that is not JSON is reported with its file and line, and th
   assert.deepEqual([report.records, report.newRecords], [lines.length, lines.length], 'every good line imported')
 })
 
+// FIFOs and /dev/zero are POSIX; the release workflow tests Windows without them.
+test('import: a FIFO, a link to /dev/zero, a dangling link and a link to / are listed, the rest imports; a device as the path is INVALID_INPUT', { skip: process.platform === 'win32' }, () => {
+  const src = path.join(dir, 'hostile')
+  fs.mkdirSync(src)
+  fs.copyFileSync(path.join(CLAUDE, 'short.jsonl'), path.join(src, 'short.jsonl'))
+  assert.equal(spawnSync('mkfifo', [path.join(src, 'fifo.jsonl')]).status, 0, 'mkfifo')
+  fs.symlinkSync('/dev/zero', path.join(src, 'zero.jsonl'))
+  fs.symlinkSync('nowhere.jsonl', path.join(src, 'dangling.jsonl'))
+  fs.symlinkSync('/', path.join(src, 'root'))
+  const store = path.join(dir, 'hostile.db')
+  // a time limit: the FIFO hung the import before
+  const env = { ...process.env }
+  delete env.FORCE_COLOR
+  const r = spawnSync(process.execPath, [BIN, 'import', 'claude-code', src, '--store', store], { encoding: 'utf8', env, timeout: 60_000 })
+  assert.equal(r.status, 0, `${r.error ?? ''} ${r.stderr}`)
+  assert.match(r.stdout, /^1 new of 1 sessions, /)
+  const at = (name) => path.join(src, name)
+  assert.match(r.stdout, /^4 skipped:$/m)
+  for (const [name, reason] of [
+    ['dangling.jsonl', "a link to nothing ('nowhere.jsonl' does not exist): not followed"],
+    ['fifo.jsonl', 'not a regular file (a FIFO): not read'],
+    ['root', 'a link to a folder: links to folders are not followed'],
+    ['zero.jsonl', "a link to '/dev/zero', a character device, not a regular file: not read"],
+  ]) assert.ok(r.stdout.includes(`\n  ${at(name)}: ${reason}\n`), r.stdout)
+  const report = json('import', 'claude-code', src, '--store', store)
+  assert.deepEqual(report.skipped.map((x) => [x.file, x.line]), ['dangling.jsonl', 'fifo.jsonl', 'root', 'zero.jsonl'].map((n) => [at(n), undefined]))
+  assertOneLineError(cli('import', 'claude-code', '/dev/zero', '--store', store), 1, 'INVALID_INPUT')
+  assert.match(cli('import', 'claude-code', '/dev/zero', '--store', store).stderr, /'\/dev\/zero' is a character device, not a file or folder/)
+})
+
 /** Each response's usage once, straight from the files: Claude Code repeats it on every block. */
 function usageFromFiles() {
   const seen = new Map()
@@ -420,4 +450,136 @@ test('--store takes a postgres:// URL', (t) => {
   assert.equal(json('import', 'claude-code', CLAUDE, '--store', file).newRecords, 1566)
   assert.deepEqual(json('ls', '--store', url).map((s) => s.id), json('ls', '--store', file).map((s) => s.id))
   assert.equal(cli('export', 'short', '--format', 'claude-code', '--store', url).stdout, cli('export', 'short', '--format', 'claude-code', '--store', file).stdout)
+})
+
+// What a hostile file can carry to a terminal: a clipboard write (OSC 52), a window title (OSC 0),
+// a screen clear, CSI in its 8-bit form (C1), DEL and a right-to-left override.
+const HOSTILE = '\x1b]52;c;aGFja2Vk\x07\x1b]0;pwned\x07\x1b[2J\u009b31m\x7f\u202e'
+// Any of them in what the command printed (a newline and a tab are text).
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/
+
+/** Two sessions whose every field shown by a command carries HOSTILE, and an event of a hostile type. */
+function hostileStore(file) {
+  const store = Store.open(file)
+  for (const n of [1, 2]) {
+    const s = store.createSession({ id: `evil${n}${HOSTILE}`, project: `proj${HOSTILE}`, title: `title${HOSTILE}\n# not a row`, model: `model${HOSTILE}` })
+    const report = s.restoreMessages([
+      { role: 'user', content: [{ type: 'text', text: `hello body${HOSTILE}\nsecond line` }] },
+      { role: 'assistant', model: `model${HOSTILE}`, id: `msg${n}`, usage: { input_tokens: 1, output_tokens: 1 }, content: [
+        { type: 'thinking', thinking: `thought${HOSTILE}`, signature: 's' },
+        { type: 'tool_use', id: `t${n}${HOSTILE}`, name: `Bash${HOSTILE}`, input: { command: `ls${HOSTILE}` } },
+        { type: 'image', source: { type: 'base64', media_type: `image/png${HOSTILE}`, data: 'AAAA' } },
+      ] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: `t${n}${HOSTILE}`, content: `output${HOSTILE}`, is_error: true }] },
+      { type: `weird${HOSTILE}`, subtype: `sub${HOSTILE}`, uuid: `u${n}`, timestamp: '2026-02-10T10:00:00Z' },
+      // a call left without its result: doctor names it
+      { role: 'assistant', content: [{ type: 'tool_use', id: `open${n}${HOSTILE}`, name: 'Read', input: {} }] },
+    ])
+    assert.deepEqual(report.skipped, [])
+    s.close()
+  }
+  store.close()
+}
+
+function assertVisible(text, what) {
+  assert.ok(!CONTROL.test(text), `${what}: a control character from the data reached the output: ${JSON.stringify(text.match(CONTROL))}\n${text}`)
+  assert.ok(text.includes('\\x1b]52;c;aGFja2Vk\\x07\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\x7f\\u202e'), `${what}: the payload shown as text:\n${text}`)
+}
+
+test('data from the store cannot drive the terminal: ls, show, search, usage, doctor, rm and errors show control characters as text', () => {
+  const file = path.join(dir, 'hostile.db')
+  hostileStore(file)
+  const ls = cli('ls', '--store', file)
+  assert.equal(ls.status, 0, ls.stderr)
+  assertVisible(ls.stdout, 'ls')
+  assert.equal(ls.stdout.trimEnd().split('\n').length, 3, `a row per session, a newline in a title is not a row:\n${ls.stdout}`)
+  const id = json('ls', '--store', file)[0].id
+  for (const args of [['show', id], ['show', id, '--full'], ['search', 'hello'], ['search', 'thought', '--field', 'thinking'], ['usage', '--by', 'model'], ['usage', '--by', 'session'], ['doctor']]) {
+    const r = cli(...args, '--store', file)
+    assert.ok(r.status === 0 || (args[0] === 'doctor' && r.status === 3), `${args.join(' ')}: ${r.stderr}`)
+    assert.equal(r.stderr, '', args.join(' '))
+    assertVisible(r.stdout, args.join(' '))
+  }
+  const full = cli('show', id, '--full', '--store', file).stdout
+  assert.match(full, /^hello body.*\nsecond line$/m, 'a message keeps its lines')
+  // an error that quotes ids: one line, the ids shown as text
+  const ambiguous = cli('show', 'evil', '--store', file)
+  assertOneLineError(ambiguous, 2, 'USAGE')
+  assertVisible(ambiguous.stderr, 'an error')
+  const rm = cli('rm', id, '--store', file)
+  assert.equal(rm.status, 0, rm.stderr)
+  assertVisible(rm.stdout, 'rm')
+})
+
+test('--json keeps the data exact, with C1 controls, DEL and bidi overrides as JSON escapes', () => {
+  const file = path.join(dir, 'hostile-json.db')
+  hostileStore(file)
+  const store = Store.open(file, { readonly: true })
+  const expected = store.listSessions()
+  const id = expected[0].id
+  const session = store.openSession(id)
+  const shown = { info: session.info, records: session.envelopes() }
+  store.close()
+  for (const [args, want] of [[['ls'], expected], [['show', id], shown]]) {
+    const r = cli(...args, '--json', '--store', file)
+    assert.equal(r.status, 0, r.stderr)
+    assert.ok(!CONTROL.test(r.stdout), `${args[0]} --json: raw control characters`)
+    assert.ok(r.stdout.includes('\\u001b]52;c;aGFja2Vk\\u0007\\u001b]0;pwned\\u0007\\u001b[2J\\u009b31m\\u007f\\u202e'), r.stdout)
+    assert.deepEqual(JSON.parse(r.stdout), want)
+  }
+})
+
+test('import: a hostile file name and record type are shown as text', () => {
+  const src = path.join(dir, 'hostile-src')
+  fs.mkdirSync(src)
+  const lines = fs.readFileSync(path.join(CLAUDE, 'short.jsonl'), 'utf8').split('\n').filter(Boolean)
+  const odd = JSON.stringify({ type: `weird${HOSTILE}`, uuid: 'odd-1', sessionId: 'short', timestamp: '2026-02-10T10:00:00Z' })
+  // a name with ESC, BEL and DEL (a file name cannot hold NUL or '/')
+  fs.writeFileSync(path.join(src, `f${HOSTILE}.jsonl`), [lines[0], '{"type": "user", "mess', odd, ...lines.slice(1)].join('\n') + '\n')
+  const r = cli('import', 'claude-code', src, '--store', path.join(dir, 'hostile-import.db'))
+  assert.equal(r.status, 0, r.stderr)
+  assertVisible(r.stdout, 'import')
+  assert.match(r.stdout, /kept as events: .*weird\\x1b\]52;/)
+  assert.match(r.stdout, /^ {2}.*f\\x1b\]52;.*\.jsonl:2: /m)
+})
+
+/** Runs the command with standard output on `fd` (a file descriptor of this process). */
+function cliTo(fd, ...args) {
+  const env = { ...process.env }
+  delete env.FORCE_COLOR
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env, stdio: ['ignore', fd, 'pipe'] })
+  return { status: r.status, stderr: r.stderr }
+}
+
+test('a write error on standard output is one line and exit 1 (/dev/full, a read-only descriptor), never a stack trace', () => {
+  const full = fs.openSync('/dev/full', 'w')
+  const readOnly = fs.openSync(path.join(dir, 'store.db'), 'r')
+  try {
+    for (const [fd, code] of [[full, 'ENOSPC'], [readOnly, 'EBADF']]) {
+      for (const args of [['ls'], ['ls', '--json'], ['show', 'short', '--full'], ['search', 'phx'], ['export', 'short', '--format', 'markdown'], ['--help']]) {
+        const r = cliTo(fd, ...args, '--store', storePath)
+        assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`)
+        assert.equal(r.stderr, `threadline: ${code}: cannot write to standard output: ${code === 'ENOSPC' ? 'no space left on device' : 'bad file descriptor'}\n`, args.join(' '))
+      }
+    }
+    // and with standard error full too: the exit code says it
+    const r = spawnSync(process.execPath, [BIN, 'ls', '--store', storePath], { stdio: ['ignore', full, full] })
+    assert.equal(r.status, 1)
+  } finally {
+    fs.closeSync(full)
+    fs.closeSync(readOnly)
+  }
+})
+
+test('a closed pipe ends the command quietly with exit 0, however many writes follow', async () => {
+  const { spawn } = require('node:child_process')
+  for (const args of [['ls'], ['search', 'the', '--limit', '50'], ['show', 'compacted-session', '--full']]) {
+    const child = spawn(process.execPath, [BIN, ...args, '--store', storePath], { stdio: ['ignore', 'pipe', 'pipe'] })
+    child.stdout.destroy() // the reader is gone before the command writes
+    let stderr = ''
+    child.stderr.on('data', (d) => (stderr += d))
+    const status = await new Promise((resolve) => child.on('close', resolve))
+    assert.equal(stderr, '', `${args.join(' ')}: no EPIPE stack trace`)
+    assert.equal(status, 0, args.join(' '))
+  }
 })

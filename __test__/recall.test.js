@@ -152,6 +152,23 @@ describe('recall tools', () => {
     assert.ok(text.length > 3000, `${text.length}`)
   })
 
+  // Issue 23, finding 10 (on both engines: postgres.test.js runs this file again).
+  test('session_search: a cursor altered, of another query or with a huge offset is an error result naming cursor', async () => {
+    const tools = store.recallTools()
+    const first = await tools.handle({ name: 'session_search', input: { query: 'phoenix', limit: 1 } })
+    const c = first.content.match(/cursor "([^"]+)"/)[1]
+    const next = await tools.handle({ name: 'session_search', input: { query: 'phoenix', limit: 1, cursor: c } })
+    assert.equal(next.is_error, undefined, next.content)
+    assert.notEqual(next.content.match(/uuid (\S+)/)[1], first.content.match(/uuid (\S+)/)[1])
+    const rest = c.replace(/^\d+/, '')
+    const altered = c.slice(0, -1) + (c.endsWith('0') ? '1' : '0')
+    for (const [query, cursor] of [['phoenix', altered], ['phoenix', `9223372036854775808${rest}`], ['phoenix', `18446744073709551615${rest}`], ['phoenix server', c]]) {
+      const r = await tools.handle({ name: 'session_search', input: { query, limit: 1, cursor } })
+      assert.equal(r.is_error, true, `${cursor}: ${r.content}`)
+      assert.match(r.content, /^cursor: not a cursor of this search/, cursor)
+    }
+  })
+
   test("a model's mistakes are is_error results that say what was wrong", async () => {
     const tools = store.recallTools({ excludeSessionId: 'current' })
     const cases = [
@@ -182,6 +199,70 @@ describe('recall tools', () => {
     assert.equal(r.tool_use_id, 'c')
     assert.throws(() => store.recallTools({ maxResultTokens: 5 }), (e) => e.code === 'INVALID_INPUT')
     assert.throws(() => store.recallTools({ nope: 1 }), (e) => e.code === 'INVALID_INPUT')
+  })
+
+  // Issue 23, finding 12: a call the facade could not read was "the call names no tool", a
+  // numeric id was dropped, selectors were accepted together, char_offset past the end was empty.
+  test('a call is refused or answered for what it is: unreadable, numeric id, selectors together, past the end', async () => {
+    const tools = store.recallTools()
+    const root = {}
+    let deep = root
+    for (let i = 0; i < 100000; i++) deep = deep.a = {}
+    await assert.rejects(tools.handle({ name: 'session_list', input: root }), (e) => e.code === 'INVALID_INPUT' && /^recallTools\.handle: call: input\.a\.a.*: nested deeper than 128 levels$/.test(e.message))
+    const getter = { name: 'session_list', get input() { throw new Error('boom') } }
+    await assert.rejects(tools.handle(getter), (e) => e.code === 'INVALID_INPUT' && e.message === 'recallTools.handle: call: reading the value threw: boom')
+    await assert.rejects(tools.handle({ type: 'tool_use', id: 7, name: 'session_list', input: {} }), (e) => e.code === 'INVALID_INPUT' && /call\.id: expected a string, got a number/.test(e.message))
+    // a Responses item is answered by its call_id (its own id is the item's)
+    const answered = await tools.handle({ type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'session_list', arguments: '{}' })
+    assert.equal(answered.tool_use_id, 'call_1')
+    const read = (input) => tools.handle({ name: 'session_read', input: { session_id: 'tools', ...input } })
+    for (const [input, named] of [[{ from_seq: 1, record_seq: 2 }, 'from_seq and record_seq'], [{ around_uuid: 'x', record_seq: 2 }, 'around_uuid and record_seq'], [{ around_uuid: 'x', from_seq: 1, record_seq: 2 }, 'around_uuid, from_seq and record_seq']]) {
+      const r = await read(input)
+      assert.equal(r.is_error, true, JSON.stringify(input))
+      assert.equal(r.content, `give one of around_uuid, from_seq or record_seq, not ${named}`)
+    }
+    const whole = await read({ record_seq: 3 })
+    assert.match(whole.content, /\n\(end of the record\)$/)
+    const length = [...whole.content].length - '\n(end of the record)'.length
+    for (const charOffset of [length, 10_000_000]) {
+      const r = await read({ record_seq: 3, char_offset: charOffset })
+      assert.equal(r.is_error, undefined, r.content)
+      assert.match(r.content, /^\(end of the record\)/)
+    }
+  })
+
+  // Issue 23, finding 12: budgets counted characters (4,115 CJK characters at 1,000 tokens).
+  test('results stay within maxResultTokens estimated per script: CJK, emoji, Latin, mixed', async (t) => {
+    const other = Store.open(path.join(tmpDir(t), 'budget.db'))
+    t.after(() => other.close())
+    const texts = {
+      cjk: '我们决定认证流程使用令牌，一小时后过期。'.repeat(300),
+      emoji: '🚀🔥😀👍🎉'.repeat(1200),
+      latin: 'The quick brown fox jumps over the lazy dog. '.repeat(130),
+      mixed: '认证 flow 🚀 ok; '.repeat(400),
+    }
+    for (const [id, text] of Object.entries(texts)) {
+      const s = other.createSession({ id })
+      for (let i = 0; i < 3; i++) s.append(text)
+    }
+    const tools = other.recallTools({ maxResultTokens: 1000 })
+    const calls = [['session_list', {}], ['session_search', { query: '认证', limit: 50 }], ['session_search', { query: 'quick OR flow', limit: 50 }]]
+    for (const id of Object.keys(texts)) {
+      calls.push(['session_read', { session_id: id }], ['session_read', { session_id: id, record_seq: 1 }], ['session_read', { session_id: id, record_seq: 1, char_offset: 700 }])
+    }
+    for (const [name, input] of calls) {
+      const r = await tools.handle({ name, input })
+      assert.equal(r.is_error, undefined, r.content)
+      // What a tokenizer makes of it at least, without the library's estimate: a Han, kana or
+      // hangul character a token, an emoji two, four ASCII characters one.
+      let atLeast = 0
+      for (const c of r.content) {
+        if (/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u.test(c)) atLeast += 1
+        else if (/\p{Extended_Pictographic}/u.test(c)) atLeast += 2
+        else if (c < '\u0080') atLeast += 0.25
+      }
+      assert.ok(atLeast <= 1000, `${name} ${JSON.stringify(input)}: at least ${atLeast} tokens`)
+    }
   })
 
   test('a closed store rejects with CLOSED (the caller\'s problem, not the model\'s)', async (t) => {

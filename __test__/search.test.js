@@ -54,6 +54,8 @@ describe('search over real sessions', () => {
       assert.match(h.timestamp, /^2026-/)
     }
     assert.equal(page.nextCursor, null)
+    // every committed record was indexed before the search answered
+    assert.equal(page.unindexed, 0)
     // the record is the one at that seq
     const h = page.hits[0]
     const env = store.openSession('compacted').envelopes({ fromSeq: h.seq, limit: 1 })[0]
@@ -99,6 +101,21 @@ describe('search over real sessions', () => {
     assert.equal(store.search('流认', { project: 'zh' }).hits.length, 0)
   })
 
+  // Issue 23, finding 12: fullwidth letters were not folded.
+  test('fullwidth letters and digits are found as the ASCII ones, and the other way', (t) => {
+    const s = store.createSession({ id: 'wide', project: 'wide' })
+    t.after(() => store.deleteSession('wide'))
+    s.append('the Ｔｈｒｅａｄｌｉｎｅ index of ２０２６')
+    s.append('plain threadline text of 2027')
+    const seqs = (q) => store.search(q, { project: 'wide' }).hits.map((h) => h.seq).sort()
+    assert.deepEqual(seqs('threadline'), [0, 1])
+    assert.deepEqual(seqs('ＴＨＲＥＡＤＬＩＮＥ'), [0, 1])
+    assert.deepEqual(seqs('2026'), [0])
+    assert.deepEqual(seqs('２０２７'), [1])
+    assert.deepEqual(seqs('"ｉｎｄｅｘ of 2026"'), [0])
+    assert.equal(store.search('threadline 2026', { project: 'wide' }).hits[0].snippet, 'the **Ｔｈｒｅａｄｌｉｎｅ** index of **２０２６**')
+  })
+
   test('filters: project, session, excluded session, roles, dates', () => {
     const all = store.search('phoenix', { limit: 200 })
     assert.ok(all.hits.length > 2)
@@ -134,6 +151,42 @@ describe('search over real sessions', () => {
     const first = store.search('session OR live*', { limit: 7 })
     assert.throws(() => store.search('other words', { cursor: first.nextCursor }), (e) => e.code === 'INVALID_INPUT' && /cursor/.test(e.message))
     assert.throws(() => store.search('session', { cursor: 'garbage' }), (e) => e.code === 'INVALID_INPUT')
+  })
+
+  // Issue 23, finding 10: the key covered the query but not the offset (an offset of 2^63 gave
+  // page 1, u64::MAX wrapped).
+  test('a cursor is refused unless this store gave it for this search: altered, cut, huge, foreign', (t) => {
+    const q = 'session OR live*'
+    const c = store.search(q, { limit: 7 }).nextCursor
+    const second = store.search(q, { limit: 7, cursor: c }).hits
+    const refused = (bad, options = { limit: 7 }, on = store) => assert.throws(
+      () => on.search(q, { ...options, cursor: bad }),
+      (e) => e.code === 'INVALID_INPUT' && /^search: options\.cursor: /.test(e.message),
+      bad,
+    )
+    for (let i = 0; i < c.length; i++) refused(c.slice(0, i) + (c[i] === '0' ? '1' : '0') + c.slice(i + 1))
+    const rest = c.replace(/^\d+/, '')
+    for (const bad of [c.slice(0, -1), c.slice(1), `${c}0`, `9223372036854775808${rest}`, `18446744073709551615${rest}`, `-1${rest}`]) refused(bad)
+    refused(c, { limit: 8 })
+    // another store holding the same sessions
+    const file = path.join(tmpDir(t), 'other.db')
+    const other = build(file)
+    t.after(() => other.close())
+    refused(c, { limit: 7 }, other)
+    // the key is kept in the store: its cursor leads to the same page from another process
+    const mine = other.search(q, { limit: 7 }).nextCursor
+    const page = other.search(q, { limit: 7, cursor: mine }).hits.map((h) => h.uuid)
+    const code = `
+      const { Store } = require(${JSON.stringify(ROOT)})
+      const store = Store.open(process.argv[1])
+      console.log(JSON.stringify(store.search(process.argv[2], { limit: 7, cursor: process.argv[3] }).hits.map((h) => h.uuid)))
+      store.close()
+    `
+    const r = spawnSync(process.execPath, ['-e', code, file, q, mine], { encoding: 'utf8' })
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), page)
+    assert.equal(page.length, 7)
+    assert.deepEqual(store.search(q, { limit: 7, cursor: c }).hits, second)
   })
 
   test('recency breaks ties: the same words in two sessions, the newer first', (t) => {

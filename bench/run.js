@@ -19,7 +19,9 @@
 // long sessions (bench/long.js; BENCH_LONG=0), search (bench/search.js; BENCH_SEARCH=0) and the
 // engines against their bare clients (bench/postgres.js, SQLite and PostgreSQL; BENCH_POSTGRES=0;
 // it starts a throwaway PostgreSQL server unless THREADLINE_TEST_POSTGRES names one), and import
-// throughput and the command line (bench/interop.js; BENCH_INTEROP=0).
+// throughput and the command line (bench/interop.js; BENCH_INTEROP=0). BENCH_MILLION=1 adds a
+// session of 1,000,000 records (bench/million.js: buildContext, compactionPlan and the first
+// search against 3 s and 512 MiB each; minutes, and about 4 GB kept in bench/.data).
 
 const fs = require('fs')
 const os = require('os')
@@ -405,6 +407,10 @@ async function main() {
       // BENCH_SEARCH_BASELINE=<a build before the index>.node adds appends without the index
       log('search (bench/search.js): appends with the index, a store of 1,000,000 real records')
       results.search = require('./search.js').run({ log })
+    }
+    if (process.env.BENCH_MILLION === '1') {
+      log('a session of 1,000,000 records (bench/million.js): buildContext, compactionPlan, the first search')
+      results.million = require('./million.js').run({ log, engine: 'sqlite', only: null })
     }
   } finally {
     launcher.stdin.end()

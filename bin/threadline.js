@@ -3,18 +3,13 @@
 // The `threadline` command: look inside a store, import other agents' sessions, export them.
 // docs/cli.md lists the commands, their options and exit codes.
 
-// A reader that stops early (`threadline show ID | head`) closes the pipe: it has what it wanted,
-// so that ends the command quietly (exit 0) instead of with an EPIPE stack trace. Nothing was
-// being written to the store by a command that prints data. A closed stderr (a progress bar nobody
-// reads) is ignored.
-process.stdout.on('error', (e) => {
-  if (e.code !== 'EPIPE') throw e
-  process.exit(0)
-})
-process.stderr.on('error', () => {})
+// A write error on standard output (ENOSPC on /dev/full, EBADF) is one line on standard error and
+// exit 1; a reader that stops early (EPIPE, `threadline show ID | head`) ends it quietly. The
+// command itself runs to its end (it closes its store), its output dropped.
+const failedWrite = require('../cli/output.js').watchStreams()
 
 require('../cli/main.js')
   .main(process.argv)
   .then((code) => {
-    process.exitCode = code
+    process.exitCode = failedWrite() ?? code
   })

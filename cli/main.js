@@ -4,7 +4,7 @@
 // problems.
 
 const { Command, Option, InvalidArgumentError, CommanderError } = require('commander')
-const { errorLine, UsageError, EXIT } = require('./output.js')
+const { errorLine, field, print, UsageError, EXIT } = require('./output.js')
 const { ls } = require('./commands/ls.js')
 const { show } = require('./commands/show.js')
 const { search } = require('./commands/search.js')
@@ -49,7 +49,7 @@ function program() {
     .version(require('../package.json').version)
     .option('--store <path|url>', 'the store: a file path or a postgres:// URL (default: THREADLINE_HOME or the per-user data dir)')
     .option('--json', 'print JSON for scripts')
-    .configureOutput({ outputError: (str, write) => write(`threadline: USAGE: ${str.trim().replace(/^error: /, '')} (see --help)\n`) })
+    .configureOutput({ outputError: (str, write) => write(`threadline: USAGE: ${field(str.trim().replace(/^error: /, ''))} (see --help)\n`) })
     .exitOverride()
   p.command('ls')
     .description('list sessions, most recently updated first')
@@ -121,7 +121,7 @@ async function main(argv) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT.ok
       return EXIT.usage
     }
-    process.stderr.write(`${errorLine(e)}\n`)
+    print(`${errorLine(e)}\n`, { stream: process.stderr })
     if (e instanceof UsageError) return EXIT.usage
     return EXIT.error
   }

@@ -2,7 +2,7 @@
 // threadline doctor: what needs attention: sessions left active by a process that is gone,
 // repairs recover() would make, and the store's integrity check.
 
-const { colours, printJson, EXIT } = require('../output.js')
+const { colours, print, printJson, jsonText, field, EXIT } = require('../output.js')
 const { withStore } = require('../store.js')
 
 async function doctor(opts) {
@@ -28,14 +28,14 @@ async function doctor(opts) {
     const ok = (b) => (b ? c.green('ok') : c.red('attention'))
     const out = [
       `interrupted sessions: ${interrupted.length} ${ok(interrupted.length === 0)}`,
-      ...interrupted.map((s) => `  ${s.id} (${s.project ?? 'no project'}, last written ${s.updatedAt})`),
+      ...interrupted.map((s) => `  ${field(s.id)} (${s.project === undefined ? 'no project' : field(s.project)}, last written ${field(s.updatedAt)})`),
       `sessions with pending repairs: ${repairs.length} ${ok(repairs.length === 0)}`,
-      ...repairs.map((r) => `  ${r.sessionId}: ${r.repairs.map((x) => `${x.kind}${x.toolUseId ? ` ${x.toolUseId}` : ''}`).join(', ')}`),
+      ...repairs.map((r) => `  ${field(r.sessionId)}: ${r.repairs.map((x) => field(`${x.kind}${x.toolUseId ? ` ${x.toolUseId}` : ''}`)).join(', ')}`),
       `integrity: ${integrity.sessions} sessions, ${integrity.records} records, ${integrity.blobs} blobs checked, ${integrity.damaged.length + integrity.moreDamaged} damaged ${ok(integrity.ok)}`,
-      ...integrity.damaged.slice(0, 20).map((d) => `  ${JSON.stringify(d)}`),
+      ...integrity.damaged.slice(0, 20).map((d) => `  ${jsonText(d)}`),
     ]
     if (!healthy) out.push(c.dim('Open a session and call recover() to repair it (docs/recovery.md).'))
-    process.stdout.write(`${out.join('\n')}\n`)
+    print(`${out.join('\n')}\n`)
     return healthy ? EXIT.ok : EXIT.problems
   })
 }

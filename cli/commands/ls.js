@@ -1,7 +1,7 @@
 'use strict'
 // threadline ls: the store's sessions, most recently updated first.
 
-const { colours, printJson, table, oneLine, when, EXIT } = require('../output.js')
+const { colours, print, printJson, table, field, oneLine, when, EXIT } = require('../output.js')
 const { withStore } = require('../store.js')
 
 /** The first thing a person typed in the session, for sessions without a title. */
@@ -53,21 +53,21 @@ async function ls(opts) {
       return EXIT.ok
     }
     if (sessions.length === 0) {
-      process.stdout.write('No sessions.\n')
+      print('No sessions.\n')
       return EXIT.ok
     }
     const c = colours(process.stdout)
     const short = shortIds(store)
     const width = process.stdout.columns || 120
     const rows = sessions.map((s) => [
-      c.cyan(short.get(s.id) ?? s.id),
+      c.cyan(field(short.get(s.id) ?? s.id)),
       when(s.updatedAt),
-      oneLine(s.project ?? '', 28),
+      oneLine(s.project, 28),
       oneLine(s.title ?? firstPrompt(store, s.id), process.stdout.isTTY ? Math.max(20, width - 110) : 60),
       String(s.messageCount),
-      s.status === 'interrupted' ? c.red(s.status) : s.status,
+      s.status === 'interrupted' ? c.red(s.status) : field(s.status),
     ])
-    process.stdout.write(`${table(['ID', 'UPDATED', 'PROJECT', 'TITLE OR FIRST PROMPT', 'MSGS', 'STATUS'], rows, c)}\n`)
+    print(`${table(['ID', 'UPDATED', 'PROJECT', 'TITLE OR FIRST PROMPT', 'MSGS', 'STATUS'], rows, c)}\n`)
     return EXIT.ok
   })
 }

@@ -1,7 +1,7 @@
 'use strict'
 // threadline rm ID: deletes a session (its records, journal, and the blobs only it used).
 
-const { printJson, EXIT } = require('../output.js')
+const { print, printJson, field, EXIT } = require('../output.js')
 const { withStore, resolveId } = require('../store.js')
 
 async function rm(id, opts) {
@@ -9,7 +9,7 @@ async function rm(id, opts) {
     const sid = resolveId(store, id)
     store.deleteSession(sid)
     if (opts.json) printJson({ deleted: sid })
-    else process.stdout.write(`deleted ${sid}\n`)
+    else print(`deleted ${field(sid)}\n`)
     return EXIT.ok
   })
 }

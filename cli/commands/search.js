@@ -1,7 +1,7 @@
 'use strict'
 // threadline search QUERY: hits across every session, best first.
 
-const { colours, printJson, oneLine, when, EXIT } = require('../output.js')
+const { colours, print, printJson, field, oneLine, when, EXIT } = require('../output.js')
 const { withStore } = require('../store.js')
 
 async function search(query, opts) {
@@ -19,14 +19,14 @@ async function search(query, opts) {
       return EXIT.ok
     }
     const c = colours(process.stdout)
-    if (page.hits.length === 0) process.stdout.write('No matches.\n')
+    if (page.hits.length === 0) print('No matches.\n')
     for (const h of page.hits) {
       // The library marks matches between **: colour on a terminal, the marks left as they are in a pipe.
       const text = oneLine(h.snippet, 400)
       const snippet = c.isColorSupported ? text.replace(/\*\*(.+?)\*\*/g, (_, w) => c.bold(c.yellow(w))) : text
-      process.stdout.write(`${c.cyan(h.sessionId)} ${c.dim(`#${h.seq} ${when(h.timestamp)} ${h.role} ${h.field}`)}\n  ${snippet}\n`)
+      print(`${c.cyan(field(h.sessionId))} ${c.dim(`#${h.seq} ${when(h.timestamp)} ${field(h.role)} ${field(h.field)}`)}\n  ${snippet}\n`)
     }
-    if (page.nextCursor) process.stdout.write(c.dim(`(more: --limit ${opts.limit * 2})\n`))
+    if (page.nextCursor) print(c.dim(`(more: --limit ${opts.limit * 2})\n`))
     return EXIT.ok
   })
 }

@@ -4,7 +4,7 @@
 // lines after it continue an earlier record) and a compaction always get a line; other events
 // are shown with --full only.
 
-const { colours, printJson, oneLine, when, EXIT } = require('../output.js')
+const { colours, print, printJson, jsonText, field, text, oneLine, when, EXIT } = require('../output.js')
 const { withStore, resolveId } = require('../store.js')
 
 const FOLD = 100
@@ -13,27 +13,27 @@ function blockLines(b, c, full, width) {
   const cut = (s) => (full ? s : oneLine(s, width))
   switch (b.type) {
     case 'text':
-      return [b.text]
+      return [text(b.text)]
     case 'thinking':
-      return full ? [c.dim(c.italic(`✻ thinking\n${b.thinking}`))] : [c.dim(`✻ thinking (${b.thinking.length} chars)`)]
+      return full ? [c.dim(c.italic(`✻ thinking\n${text(b.thinking)}`))] : [c.dim(`✻ thinking (${b.thinking.length} chars)`)]
     case 'redacted_thinking':
       return [c.dim('✻ thinking (redacted)')]
     case 'tool_use':
     case 'server_tool_use': {
-      const input = JSON.stringify(b.input ?? {}, null, full ? 2 : 0)
-      return [`${c.yellow('▸')} ${c.bold(b.name)} ${c.dim(cut(input))}`]
+      const input = jsonText(b.input ?? {}, full ? 2 : 0)
+      return [`${c.yellow('▸')} ${c.bold(field(b.name))} ${c.dim(cut(input))}`]
     }
     case 'tool_result': {
-      const text = resultText(b.content)
-      const lines = text.split('\n').length
+      const result = resultText(b.content)
+      const lines = result.split('\n').length
       const mark = b.is_error ? c.red('◂ error') : c.green('◂ result')
-      return full ? [`${mark}\n${text}`] : [`${mark} ${c.dim(`(${lines} line${lines === 1 ? '' : 's'})`)} ${cut(text)}`]
+      return full ? [`${mark}\n${text(result)}`] : [`${mark} ${c.dim(`(${lines} line${lines === 1 ? '' : 's'})`)} ${cut(result)}`]
     }
     case 'image':
     case 'document':
-      return [c.magenta(`[${b.type}: ${b.source?.media_type ?? b.source?.type ?? '?'}]`)]
+      return [c.magenta(`[${b.type}: ${field(b.source?.media_type ?? b.source?.type ?? '?')}]`)]
     default:
-      return [c.dim(`[${b.type}]`)]
+      return [c.dim(`[${field(b.type)}]`)]
   }
 }
 
@@ -47,7 +47,7 @@ function resultText(content) {
 function markLine(env, c) {
   if (env.type === 'rewind') {
     const to = env.rewind?.toUuid ?? env.parentUuid ?? '?'
-    return c.yellow(`↩ rewound to ${to}: what follows continues from there ${c.dim(when(env.timestamp))}`)
+    return c.yellow(`↩ rewound to ${field(to)}: what follows continues from there ${c.dim(when(env.timestamp))}`)
   }
   if (env.type === 'compaction' && env.compaction) {
     const summary = env.compaction.summary ?? ''
@@ -58,7 +58,7 @@ function markLine(env, c) {
 
 function eventLine(env, c) {
   const sub = env.subtype ?? env.data?.type
-  return c.dim(`· ${env.type}${sub ? ` (${sub})` : ''} ${when(env.timestamp)}`)
+  return c.dim(`· ${field(env.type)}${sub ? ` (${field(sub)})` : ''} ${when(env.timestamp)}`)
 }
 
 async function show(id, opts) {
@@ -74,7 +74,8 @@ async function show(id, opts) {
       }
       const c = colours(process.stdout)
       const width = Math.max(40, (process.stdout.columns || 120) - 20)
-      const out = [c.bold(info.title ?? `Session ${info.id}`), c.dim([info.id, info.project ?? 'no project', info.model, `${info.messageCount} message${info.messageCount === 1 ? '' : 's'}`, info.status].filter(Boolean).join(' · ')), '']
+      const head = [info.id, info.project ?? 'no project', info.model, `${info.messageCount} message${info.messageCount === 1 ? '' : 's'}`, info.status]
+      const out = [c.bold(oneLine(info.title ?? `Session ${info.id}`)), c.dim(head.filter(Boolean).map(field).join(' · ')), '']
       let previous = null
       for (const env of records) {
         const m = env.message
@@ -100,7 +101,7 @@ async function show(id, opts) {
           out.push(...blockLines(b, c, opts.full, Math.min(width, FOLD)))
         }
       }
-      process.stdout.write(`${out.join('\n')}\n`)
+      print(`${out.join('\n')}\n`)
       return EXIT.ok
     } finally {
       s.close()

@@ -2,7 +2,7 @@
 // threadline import FORMAT PATH and threadline export ID: other agents' files in, a session out.
 
 const fs = require('node:fs')
-const { colours, printJson, EXIT } = require('../output.js')
+const { colours, print, printJson, field, text, EXIT } = require('../output.js')
 const { withStore, resolveId } = require('../store.js')
 
 /** One line redrawn in place on a terminal: files, megabytes, records. */
@@ -15,11 +15,12 @@ function progressBar(stream) {
       const done = p.totalBytes > 0 ? p.bytes / p.totalBytes : 1
       const fill = Math.round(done * width)
       const mb = (n) => (n / 1e6).toFixed(1)
-      stream.write(`\r${c.cyan('█'.repeat(fill))}${c.dim('░'.repeat(width - fill))} ${p.files}/${p.totalFiles} files  ${mb(p.bytes)}/${mb(p.totalBytes)} MB  ${p.records} records`)
+      // numbers only: written as they are (the guard would show the \r)
+      print(`\r${c.cyan('█'.repeat(fill))}${c.dim('░'.repeat(width - fill))} ${p.files}/${p.totalFiles} files  ${mb(p.bytes)}/${mb(p.totalBytes)} MB  ${p.records} records`, { stream, raw: true })
       drawn = true
     },
     end() {
-      if (drawn) stream.write('\n')
+      if (drawn) print('\n', { stream })
     },
   }
 }
@@ -45,13 +46,15 @@ async function importFiles(format, from, opts) {
       `${c.bold(String(report.newSessions))} new of ${report.sessions} sessions, ${c.bold(String(report.newRecords))} new of ${report.records} records`,
     ]
     const events = Object.entries(report.events)
-    if (events.length > 0) out.push(c.dim(`kept as events: ${events.map(([k, n]) => `${k} ${n}`).join(', ')}`))
+    if (events.length > 0) out.push(c.dim(`kept as events: ${events.map(([k, n]) => `${field(k)} ${n}`).join(', ')}`))
     if (report.skipped.length > 0) {
-      out.push(c.yellow(`${report.skipped.length} line(s) skipped:`))
-      for (const s of report.skipped.slice(0, 20)) out.push(`  ${s.file}${s.line ? `:${s.line}` : ''}: ${s.reason}`)
+      // an entry without a line is a whole file (a FIFO, a link out of the folder, a binary file)
+      const what = report.skipped.every((s) => s.line) ? ' line(s)' : ''
+      out.push(c.yellow(`${report.skipped.length}${what} skipped:`))
+      for (const s of report.skipped.slice(0, 20)) out.push(`  ${field(s.file)}${s.line ? `:${s.line}` : ''}: ${field(s.reason)}`)
       if (report.skipped.length > 20) out.push(`  ... and ${report.skipped.length - 20} more (--json lists them all)`)
     }
-    process.stdout.write(`${out.join('\n')}\n`)
+    print(`${out.join('\n')}\n`)
     return EXIT.ok
   }, undefined, { create: true })
 }
@@ -60,12 +63,13 @@ async function exportSession(id, opts) {
   return withStore(opts, (store) => {
     const s = store.openSession(resolveId(store, id))
     try {
-      const text = s.export(opts.format)
+      const doc = s.export(opts.format)
       if (opts.output) {
-        fs.writeFileSync(opts.output, text)
-        process.stderr.write(`wrote ${opts.output} (${text.length} characters)\n`)
+        fs.writeFileSync(opts.output, doc)
+        print(`wrote ${field(opts.output)} (${doc.length} characters)\n`, { stream: process.stderr })
       } else {
-        process.stdout.write(text)
+        // a document for a file or a pipe, as it is; on a terminal its control characters as text
+        print(process.stdout.isTTY ? text(doc) : doc, { raw: true })
       }
       return EXIT.ok
     } finally {

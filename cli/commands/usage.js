@@ -8,7 +8,7 @@
 // instead.
 
 const fs = require('node:fs')
-const { colours, printJson, table, EXIT, UsageError } = require('../output.js')
+const { colours, print, printJson, table, field, EXIT, UsageError } = require('../output.js')
 const { withStore } = require('../store.js')
 const { PRICES, PRICES_AS_OF, priceOf } = require('../prices.js')
 
@@ -149,10 +149,10 @@ async function usage(opts) {
     const n = (x) => x.toLocaleString('en-US')
     const cost = (x) => (x === null ? '?' : `$${x.toFixed(2)}`)
     const line = (label, r) => [label, n(r.inputTokens), n(r.outputTokens), n(r.cacheReadTokens), n(r.cacheWriteTokens), n(r.totalTokens), cost(r.costUSD)]
-    const body = rows.map((r) => line(r.key, r))
+    const body = rows.map((r) => line(field(r.key), r))
     body.push(line(c.bold('total'), totals))
-    process.stdout.write(`${table([opts.by.toUpperCase(), 'INPUT', 'OUTPUT', 'CACHE READ', 'CACHE WRITE', 'TOTAL', 'COST'], body, c)}\n`)
-    process.stdout.write(c.dim(`prices as of ${PRICES_AS_OF}${opts.prices ? ` with ${opts.prices}` : ''}${unpriced.length ? `; no price for ${unpriced.join(', ')} (cost '?'; give one with --prices FILE.json)` : ''}\n`))
+    print(`${table([opts.by.toUpperCase(), 'INPUT', 'OUTPUT', 'CACHE READ', 'CACHE WRITE', 'TOTAL', 'COST'], body, c)}\n`)
+    print(c.dim(`prices as of ${PRICES_AS_OF}${opts.prices ? ` with ${field(opts.prices)}` : ''}${unpriced.length ? `; no price for ${unpriced.map(field).join(', ')} (cost '?'; give one with --prices FILE.json)` : ''}\n`))
     return EXIT.ok
   }, { readonly: true })
 }

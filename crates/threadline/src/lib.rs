@@ -76,6 +76,7 @@ pub use model::options::{
 };
 pub use model::state::{TokenPatch, TokenTracker, Turn, TurnStatus};
 pub use model::stream::{Assembler, Pushed};
+pub use model::tokens::estimate_text_tokens;
 pub use model::usage::Usage;
 pub use model::validate::{validate_messages, Problem, ProblemCode};
 pub use recall::{Field, RecallOptions, RecallTools, SearchHit, SearchOptions, SearchPage};
@@ -88,3 +89,10 @@ pub use storage::journal::CallState;
 pub use storage::notice::Notice;
 pub use store::verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};
 pub use store::{default_store_path, Store};
+
+/// Hooks for tests; not part of the API.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::context::read_whole_context;
+    pub use crate::storage::search_index::set_index_budget;
+}

@@ -442,3 +442,129 @@ fn a_fork_starts_from_any_record_with_the_parent_state_there() {
     assert_eq!(s.messages().unwrap().len(), 3, "the parent is untouched");
     assert_eq!(f.envelopes(0, None).unwrap()[0]["sessionId"], json!(f.id()));
 }
+
+/// A long session: turns of a prompt, a tool call (some with thinking), its result and an answer,
+/// with reported usage; compacted once, rewound once, the odd event and long result.
+fn long_session(turns: usize, input_tokens: u64) -> Session {
+    let s = Session::in_memory(SessionOptions::default()).unwrap();
+    let mut batch = Vec::new();
+    for i in 0..turns {
+        let id = format!("toolu_{i:06}");
+        batch.push(json!({"role": "user", "content": [{"type": "text", "text": format!("step {i}: look at module_{} and fix it", i % 37)}]}));
+        let mut call = vec![
+            json!({"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": format!("/repo/m{}.rs", i % 37)}}),
+        ];
+        if i.is_multiple_of(5) {
+            call.insert(0, json!({"type": "thinking", "thinking": format!("thinking {i}"), "signature": "c2ln"}));
+        }
+        batch.push(
+            json!({"role": "assistant", "id": format!("msg_{i}a"), "content": call,
+            "usage": {"input_tokens": input_tokens + i as u64 % 100, "output_tokens": 20}}),
+        );
+        let output = if i % 50 == 7 {
+            "x".repeat(3000)
+        } else {
+            format!("fn m{i}() {{ {i} }}\n").repeat(1 + i % 4)
+        };
+        batch.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]}));
+        batch.push(json!({"role": "assistant", "id": format!("msg_{i}b"), "content": [{"type": "text", "text": format!("Fixed module_{}.", i % 37)}],
+            "usage": {"input_tokens": input_tokens + 50, "output_tokens": 10}}));
+        if batch.len() >= 400 || i + 1 == turns {
+            s.append_many(std::mem::take(&mut batch)).unwrap();
+        }
+        if i == turns / 3 {
+            s.compact(CompactOptions {
+                summary: "The first third: modules fixed one by one.".into(),
+                keep_turns: Some(3),
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        if i == turns / 2 {
+            s.append_event("checkpoint", Some(json!({"i": i})), None)
+                .unwrap();
+        }
+        if i == turns * 2 / 3 {
+            // Back a few turns: the branch left stays in the log, out of the context.
+            let envs = s.envelopes(0, None).unwrap();
+            let target = envs
+                .iter()
+                .rev()
+                .filter(|e| e["type"] == "assistant")
+                .nth(6)
+                .unwrap();
+            s.rewind(target["uuid"].as_str().unwrap()).unwrap();
+        }
+    }
+    s
+}
+
+#[test]
+fn a_budget_read_from_the_end_of_a_long_context_gives_what_the_whole_context_gives() {
+    // Usage that puts the ratio at its floor (read from the end), and usage that does not (the
+    // whole context is read).
+    for input_tokens in [800, 2_000_000] {
+        let s = long_session(2_400, input_tokens);
+        let whole = |o: &ContextOptions| {
+            threadline::testing::read_whole_context(true);
+            let c = s.build_context(o).unwrap();
+            threadline::testing::read_whole_context(false);
+            c
+        };
+        let full = whole(&options());
+        assert!(full.stats.compacted);
+        for target in [Target::Anthropic, Target::OpenAiResponses] {
+            for (max_tokens, max_messages) in [
+                (Some(0), None),
+                (Some(2_000), None),
+                (Some(30_000), None),
+                (Some(150_000), None),
+                (Some(full.stats.estimated_tokens - 1), None),
+                (None, Some(1)),
+                (None, Some(500)),
+                (Some(20_000), Some(100)),
+            ] {
+                let o = ContextOptions {
+                    target,
+                    max_tokens,
+                    max_messages,
+                    tool_result_preview_chars: Some(1000),
+                    ..options()
+                };
+                let (back, all) = (s.build_context(&o).unwrap(), whole(&o));
+                let what = format!("{input_tokens} {target:?} {max_tokens:?} {max_messages:?}");
+                assert_eq!(back.messages, all.messages, "{what}: messages");
+                assert!(!back.messages.is_empty(), "{what}");
+                let (b, a) = (&back.stats, &all.stats);
+                assert_eq!(
+                    b.estimated_tokens, a.estimated_tokens,
+                    "{what}: estimatedTokens"
+                );
+                assert_eq!(
+                    b.tokens_per_char, a.tokens_per_char,
+                    "{what}: tokensPerChar"
+                );
+                assert_eq!(b.calibrated, a.calibrated, "{what}");
+                assert_eq!(b.fits, a.fits, "{what}: fits");
+                assert_eq!(b.start_seq, a.start_seq, "{what}: startSeq");
+                assert_eq!(b.kept_records, a.kept_records, "{what}: keptRecords");
+                assert_eq!(b.kept_turns, a.kept_turns, "{what}: keptTurns");
+                assert_eq!(
+                    b.dropped_records, a.dropped_records,
+                    "{what}: droppedRecords"
+                );
+                assert_eq!(b.dropped_turns, a.dropped_turns, "{what}: droppedTurns");
+                assert_eq!(
+                    serde_json::to_value(&b.dropped).unwrap(),
+                    serde_json::to_value(&a.dropped).unwrap(),
+                    "{what}: dropped"
+                );
+                assert_eq!(b.messages, a.messages, "{what}");
+                assert_eq!(
+                    serde_json::to_value(&b.id_map).unwrap(),
+                    serde_json::to_value(&a.id_map).unwrap()
+                );
+            }
+        }
+    }
+}

@@ -50,12 +50,20 @@ impl Session {
         let run = || {
             let conn = self.conn()?;
             let (view, ratio) = context::current_view(&conn, self)?;
-            Ok(plan(
+            drop(conn);
+            let mut p = plan(
                 &view,
                 ratio,
                 target_tokens,
                 keep_turns.unwrap_or(KEEP_TURNS),
-            ))
+            );
+            // The records summarised, moved (not copied) out of the view.
+            p.records = view
+                .into_iter()
+                .take(p.records.len())
+                .map(|r| json!({"uuid": r.uuid, "seq": r.seq, "message": r.message}))
+                .collect();
+            Ok(p)
         };
         run().map_err(|e: Error| e.during("compactionPlan"))
     }
@@ -186,16 +194,16 @@ fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> Com
         }
     }
     let summarised = &view[..cut];
-    let text = summarised
-        .iter()
-        .map(render)
-        .collect::<Vec<_>>()
-        .join("\n\n");
+    let mut text = String::new();
+    for (i, r) in summarised.iter().enumerate() {
+        if i > 0 {
+            text.push_str("\n\n");
+        }
+        text.push_str(&render(r));
+    }
     CompactionPlan {
-        records: summarised
-            .iter()
-            .map(|r| json!({"uuid": r.uuid, "seq": r.seq, "message": r.message}))
-            .collect(),
+        // Placeholders, one a record: the caller that owns the view moves the messages in.
+        records: vec![Value::Null; cut],
         text,
         first_kept_uuid: (cut > 0)
             .then(|| view.get(cut).map(|r| r.uuid.clone()))
@@ -267,8 +275,7 @@ fn render(r: &ViewRecord) -> String {
         .message
         .get("content")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+        .map_or(&[][..], Vec::as_slice);
     let parts: Vec<String> = blocks
         .iter()
         .filter_map(|b| match b.get("type").and_then(Value::as_str) {

@@ -5,6 +5,8 @@
 
 pub(crate) mod compaction;
 
+use std::cell::Cell;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -129,20 +131,33 @@ impl Session {
         let run = || {
             check_system(options.system.as_ref())?;
             let conn = self.conn()?;
-            let (view, ratio, calibrated) = view_and_ratio(&conn, self)?;
+            let read = read_context(&conn, self, options)?;
             let mut stats = ContextStats {
-                start_seq: view.first().map_or(0, |r| r.seq),
+                start_seq: read.start_seq,
                 compacted: self.read_tail(&conn)?.state.compaction.is_some(),
-                tokens_per_char: ratio,
-                calibrated,
+                tokens_per_char: read.ratio,
+                calibrated: read.calibrated,
                 ..Default::default()
             };
             drop(conn);
-            let msgs = shape(view, options, &mut stats);
-            let msgs = pair(merge(msgs), &mut stats);
-            // A turn can start with the results of the response before it (merged into the
-            // prompt's message): cut there, those results lose their call.
-            let kept = pair(budget(msgs, options, ratio, &mut stats), &mut stats);
+            let ratio = read.ratio;
+            let kept = match read.cut {
+                // Cut already, on the records read back (the same cut a read of all gives).
+                Some((kept, cut_stats)) => {
+                    stats = ContextStats {
+                        start_seq: stats.start_seq,
+                        compacted: stats.compacted,
+                        tokens_per_char: stats.tokens_per_char,
+                        calibrated: stats.calibrated,
+                        ..cut_stats
+                    };
+                    kept
+                }
+                None => cut(read.view, options, ratio, &mut stats),
+            };
+            if let Some(unread) = read.unread {
+                unread.count_in(&mut stats);
+            }
             // What is sent, counted after the results of dropped calls left it.
             stats.estimated_tokens = estimate(&kept, options, ratio);
             stats.fits = fits(options, stats.estimated_tokens, kept.len());
@@ -234,6 +249,318 @@ impl Session {
     }
 }
 
+/// Shapes, merges and pairs the messages of `view`, then cuts them to the budget.
+fn cut(
+    view: Vec<ViewRecord>,
+    o: &ContextOptions,
+    ratio: f64,
+    stats: &mut ContextStats,
+) -> Vec<Msg> {
+    let msgs = shape(view, o, stats);
+    let msgs = pair(merge(msgs), stats);
+    // A turn can start with the results of the response before it (merged into the prompt's
+    // message): cut there, those results lose their call.
+    pair(budget(msgs, o, ratio, stats), stats)
+}
+
+/// What `build_context` read of the context.
+struct Read {
+    /// the messages read: the whole context, or its end from a prompt on
+    view: Vec<ViewRecord>,
+    ratio: f64,
+    calibrated: bool,
+    start_seq: u64,
+    /// the part of the context before `view`, when it was not read
+    unread: Option<Unread>,
+    /// the messages kept and the statistics of the cut, when reading back made it already
+    cut: Option<(Vec<Msg>, ContextStats)>,
+}
+
+/// The start of a long context that the budget leaves out, counted from the stored records
+/// without reading them.
+struct Unread {
+    /// the ranges left out, as `dropped` gives them (a record counted as one message)
+    dropped: Vec<Dropped>,
+    records: u64,
+    turns: u64,
+}
+
+impl Unread {
+    /// Adds what was not read to the statistics of what was (all of it left out by the budget).
+    fn count_in(self, stats: &mut ContextStats) {
+        let mut dropped = self.dropped;
+        for d in std::mem::take(&mut stats.dropped) {
+            extend(&mut dropped, d);
+        }
+        stats.dropped = dropped;
+        stats.dropped_records += self.records;
+        stats.dropped_turns += self.turns;
+    }
+}
+
+/// Adds range `d` to `ranges` as `dropped_ranges` does (a message after the last range extends it).
+fn extend(ranges: &mut Vec<Dropped>, d: Dropped) {
+    match ranges.last_mut() {
+        Some(last) if d.from_seq > last.to_seq => {
+            last.to_seq = d.to_seq;
+            last.messages += d.messages;
+        }
+        _ => ranges.push(d),
+    }
+}
+
+thread_local! {
+    /// Whether `build_context` reads the whole context even with a budget (tests compare the two).
+    static WHOLE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Makes `build_context` on this thread read the whole context, budget or not (for tests: what
+/// a read from the end gives is compared with it).
+pub fn read_whole_context(whole: bool) {
+    WHOLE.with(|w| w.set(whole));
+}
+
+/// Records read back from the end of a long context at first, doubling each time.
+const FIRST_CHUNK: u64 = 512;
+
+/// The context as `build_context` needs it. Without a budget, all of it. With one, the context is
+/// read back from its end only as far as the budget decides: until the records read hold the
+/// tokens-per-character ratio (the latest reported usage, with enough characters before it that
+/// the ratio is at its floor, as it would be counted over the whole context) and at least two
+/// whole turns that do not fit before the cut. The messages sent are then exactly those a read of
+/// the whole context gives; what lies before the records read is counted (records, turns) from
+/// the stored positions.
+fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) -> Result<Read> {
+    let whole = |conn| -> Result<Read> {
+        let (view, ratio, calibrated) = view_and_ratio(conn, s)?;
+        Ok(Read {
+            start_seq: view.first().map_or(0, |r| r.seq),
+            view,
+            ratio,
+            calibrated,
+            unread: None,
+            cut: None,
+        })
+    };
+    if o.max_tokens.is_none() && o.max_messages.is_none() || WHOLE.with(Cell::get) {
+        return whole(conn);
+    }
+    let tail = s.read_tail(conn)?;
+    let start = crate::session::compaction_point::start(conn, s.num, &tail.state)?;
+    let Some(last) = tail.next_seq.checked_sub(1) else {
+        return whole(conn);
+    };
+    // The current branch from the start of the context, as seq ranges.
+    let segments: Vec<(u64, u64)> = tail
+        .state
+        .path(last)
+        .into_iter()
+        .filter(|&(_, to)| to >= start.seq)
+        .map(|(from, to)| (from.max(start.seq), to))
+        .collect();
+    // Read back: chunks of records, newest first; `at` is where the next chunk ends.
+    let mut chunks: Vec<Vec<ViewRecord>> = Vec::new();
+    let mut chars: Vec<Vec<u64>> = Vec::new();
+    let mut at = segments.len().checked_sub(1).map(|i| (i, segments[i].1));
+    let mut size = FIRST_CHUNK;
+    while let Some((i, upper)) = at {
+        let from = segments[i].0.max(upper.saturating_sub(size - 1));
+        let chunk = crate::storage::records::view_from(conn, s.num, from, &[(from, upper)])?;
+        chars.push(chunk.iter().map(|r| estimate_chars(&r.message)).collect());
+        chunks.push(chunk);
+        at = if from > segments[i].0 {
+            Some((i, from - 1))
+        } else {
+            i.checked_sub(1).map(|j| (j, segments[j].1))
+        };
+        if at.is_none() {
+            break;
+        }
+        size = (size * 2).min(1 << 16);
+        let view: Vec<&ViewRecord> = chunks.iter().rev().flatten().collect();
+        let sizes: Vec<u64> = chars.iter().rev().flatten().copied().collect();
+        let Some(ratio) = floor_ratio(&view, &sizes) else {
+            continue;
+        };
+        // Until what was read could be over the budget once shaped (at most `most` characters
+        // a record, each message's estimate rounded up), no turn of it can be left out: no trial
+        // cut is made.
+        let read_chars: u64 = sizes.iter().sum();
+        let most: u64 = view.iter().map(|r| most_chars(r, o)).sum::<u64>() + read_chars;
+        let over = o.max_tokens.is_some_and(|t| {
+            tokens_of(most, ratio) + view.len() as u64 + system_tokens(o, ratio) > t
+        }) || o.max_messages.is_some_and(|m| view.len() as u64 > m);
+        if !over {
+            // Read on, at once as far as the budget needs at the characters a record has so far.
+            if let Some(t) = o.max_tokens {
+                let per_record = (read_chars / view.len().max(1) as u64).max(1);
+                // A quarter more than the budget holds: the turns left out must be read too.
+                let needed = (t as f64 / ratio) as u64 / per_record * 5 / 4;
+                size = size.max(needed.saturating_sub(view.len() as u64) + FIRST_CHUNK);
+                size = size.min(1 << 20);
+            }
+            continue;
+        }
+        // The cut is that of the whole context if, read from a prompt on, at least two whole
+        // turns are left out: the first turn read lacks what merges into it from before (the
+        // results of the response before the prompt), and the cut never falls there.
+        let Some(first) = view.iter().position(|r| is_prompt(&r.message)) else {
+            continue;
+        };
+        let window: Vec<ViewRecord> = view[first..].iter().map(|&r| r.clone()).collect();
+        let mut trial = ContextStats::default();
+        let kept = cut(window, o, ratio, &mut trial);
+        if trial.dropped_turns < 2 {
+            continue;
+        }
+        let first_seq = view[first].seq;
+        let first_index = view[first].index;
+        let unread = unread_part(conn, s.num, &segments, &start, first_seq, first_index)?;
+        return Ok(Read {
+            view: Vec::new(),
+            ratio,
+            calibrated: true,
+            start_seq: unread.dropped.first().map_or(first_seq, |d| d.from_seq),
+            unread: Some(unread),
+            cut: Some((kept, trial)),
+        });
+    }
+    // Read to its start: it is the whole context.
+    let mut view: Vec<ViewRecord> = start.summary.into_iter().collect();
+    view.extend(chunks.into_iter().rev().flatten());
+    let (ratio, calibrated) = match (calibrate(&view), start.tokens_per_char) {
+        ((_, false), Some(before)) => (before, true),
+        (found, _) => found,
+    };
+    Ok(Read {
+        start_seq: view.first().map_or(0, |r| r.seq),
+        view,
+        ratio,
+        calibrated,
+        unread: None,
+        cut: None,
+    })
+}
+
+/// How many characters shaping can add to a record's estimate, at most: a string content
+/// becomes a text block, and a previewed result gains its note (its text only shortens).
+fn most_chars(r: &ViewRecord, o: &ContextOptions) -> u64 {
+    let results: u64 = match o.tool_result_preview_chars {
+        Some(_) => blocks(&r.message)
+            .iter()
+            .filter(|b| block_type(b) == "tool_result")
+            .map(|b| json_chars(b.get("tool_use_id").unwrap_or(&Value::Null)) + 256)
+            .sum(),
+        None => 0,
+    };
+    32 + results
+}
+
+/// The tokens-per-character ratio of a context that ends with `view` (with `chars` of each
+/// record), if `view` decides it: when the latest reported usage has so many characters before
+/// it, within `view` already, that the ratio is at its floor (more characters before, further
+/// back, keep it there). None when the whole context must be read to know it.
+fn floor_ratio(view: &[&ViewRecord], chars: &[u64]) -> Option<f64> {
+    let k = view.iter().rposition(|r| reported(&r.message) > 0)?;
+    let before: u64 = chars[..k].iter().sum();
+    if before == 0 {
+        return None;
+    }
+    let ratio = reported(&view[k].message) as f64 / before as f64;
+    (ratio < MIN_TOKENS_PER_CHAR).then_some(MIN_TOKENS_PER_CHAR)
+}
+
+/// The part of the context before record `first_seq` (the first read), counted: its records by
+/// their places among the messages, its turns by the index of turn starts.
+fn unread_part(
+    conn: &crate::storage::db::Db,
+    num: i64,
+    segments: &[(u64, u64)],
+    start: &crate::session::compaction_point::Start,
+    first_seq: u64,
+    first_index: u64,
+) -> Result<Unread> {
+    // The first message of the context (records before it, events and the like, are not in it).
+    let mut oldest: Option<ViewRecord> = None;
+    'find: for &(from, to) in segments {
+        let mut a = from;
+        while a <= to && a < first_seq {
+            let b = to.min(first_seq - 1).min(a + 63);
+            if let Some(r) = crate::storage::records::view_from(conn, num, a, &[(a, b)])?
+                .into_iter()
+                .next()
+            {
+                oldest = Some(r);
+                break 'find;
+            }
+            a = b + 1;
+        }
+    }
+    let summary = start.summary.as_ref().map(|r| r.seq);
+    let Some(oldest) = oldest else {
+        return Ok(Unread {
+            dropped: summary
+                .map(|seq| Dropped {
+                    from_seq: seq,
+                    to_seq: seq,
+                    messages: 1,
+                })
+                .into_iter()
+                .collect(),
+            records: u64::from(summary.is_some()),
+            turns: u64::from(summary.is_some()),
+        });
+    };
+    // The first message of a context starts a turn, whatever it is; a summary is a message of its
+    // own unless the first record is a user message, which merges into it.
+    let user = oldest.message.get("role").and_then(Value::as_str) == Some("user");
+    let apart = summary.filter(|_| !user);
+    let mut turns = 1 + u64::from(apart.is_some());
+    for &(from, to) in segments {
+        let (a, b) = (
+            from.max(oldest.seq + 1),
+            to.min(first_seq.saturating_sub(1)),
+        );
+        if a <= b {
+            turns += crate::storage::records::turn_starts_between(conn, num, a, b)?;
+        }
+    }
+    let mut dropped = Vec::new();
+    if let Some(seq) = apart {
+        dropped.push(Dropped {
+            from_seq: seq,
+            to_seq: seq,
+            messages: 1,
+        });
+    }
+    extend(
+        &mut dropped,
+        Dropped {
+            from_seq: summary.filter(|_| user).unwrap_or(oldest.seq),
+            to_seq: first_seq - 1,
+            messages: first_index.saturating_sub(oldest.index),
+        },
+    );
+    // The summary counts as a record of the context, as a read of all of it counts it.
+    Ok(Unread {
+        dropped,
+        records: first_index.saturating_sub(oldest.index) + u64::from(summary.is_some()),
+        turns,
+    })
+}
+
+/// Input tokens a response reported (input + cache read + cache creation).
+fn reported(message: &Value) -> u64 {
+    let Some(u) = message.get("usage") else {
+        return 0;
+    };
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens")
+}
+
+/// The least tokens per character a calibration gives.
+const MIN_TOKENS_PER_CHAR: f64 = 0.02;
+
 /// The messages of the current context (from the latest compaction: its summary first) and the
 /// tokens-per-character ratio for estimates.
 pub(crate) fn current_view(
@@ -276,13 +603,9 @@ fn calibrate(view: &[ViewRecord]) -> (f64, bool) {
     let mut chars = 0u64;
     let mut found = None;
     for r in view {
-        if let Some(u) = r.message.get("usage") {
-            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let reported =
-                n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens");
-            if reported > 0 && chars > 0 {
-                found = Some((reported as f64 / chars as f64).clamp(0.02, 2.0));
-            }
+        let reported = reported(&r.message);
+        if reported > 0 && chars > 0 {
+            found = Some((reported as f64 / chars as f64).clamp(MIN_TOKENS_PER_CHAR, 2.0));
         }
         chars += estimate_chars(&r.message);
     }

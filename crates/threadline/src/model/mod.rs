@@ -12,5 +12,6 @@ pub(crate) mod number_text;
 pub(crate) mod options;
 pub(crate) mod state;
 pub(crate) mod stream;
+pub(crate) mod tokens;
 pub(crate) mod usage;
 pub(crate) mod validate;

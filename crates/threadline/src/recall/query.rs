@@ -1,10 +1,11 @@
 //! The search query syntax, turned into an FTS5 expression. Words must all match; "exact
 //! phrases"; prefix*; `OR` between two terms; -excluded. Every term reaches FTS5 as a quoted
 //! string of its tokens, so nothing a caller writes is FTS5 syntax (no column filters, NEAR,
-//! `^` or unbalanced parentheses get through): what the syntax refuses is INVALID_INPUT.
+//! `^` or unbalanced parentheses get through): what the syntax refuses is INVALID_INPUT. The
+//! query is folded as the index's text is (`search_index::fold`: `Ｔｈｒｅａｄ` asks for `thread`).
 
 use crate::error::{Error, Result};
-use crate::storage::search_index::is_cjk;
+use crate::storage::search_index::{fold, is_cjk};
 
 const MAX_QUERY_CHARS: usize = 2_000;
 const MAX_TERMS: usize = 32;
@@ -38,7 +39,7 @@ pub fn parse(text: &str) -> Result<Query> {
     if text.chars().count() > MAX_QUERY_CHARS {
         return Err(invalid(format!("longer than {MAX_QUERY_CHARS} characters")));
     }
-    let items = scan(text)?;
+    let items = scan(&fold(text))?;
     let terms = items.iter().filter(|i| matches!(i, Item::Term(_))).count();
     if terms > MAX_TERMS {
         return Err(invalid(format!("more than {MAX_TERMS} terms")));
@@ -281,6 +282,8 @@ mod tests {
         assert_eq!(expr("漢字"), r#""漢 字""#);
         assert_eq!(expr("fooBar or"), r#""foobar" AND "or""#);
         assert_eq!(parse("漢字 Auth").unwrap().marks, vec!["auth", "漢字"]);
+        assert_eq!(expr("Ｔｈｒｅａｄ ２０２６"), r#""thread" AND "2026""#);
+        assert_eq!(parse("ＴＨＲＥＡＤ").unwrap().marks, vec!["thread"]);
     }
 
     #[test]

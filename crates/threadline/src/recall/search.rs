@@ -1,5 +1,10 @@
 //! `Store::search`: BM25 ranking over the fields asked for (FTS5's `bm25`, recency breaking
 //! ties), filters, snippets cut from the records, and cursor paging.
+//!
+//! A cursor is the offset of the next page and an HMAC-SHA256 tag over it, the query and every
+//! option, under a random key kept in the store (`search_index::Meta`): a cursor altered, cut
+//! short, made for another query or options, or by another store is refused, so the offset that
+//! reaches the SQL is always one this store gave out (never a wrapped or huge one).
 
 use crate::storage::db::Db;
 use serde::{Deserialize, Serialize};
@@ -62,6 +67,9 @@ pub struct HitSession {
 pub struct SearchPage {
     pub hits: Vec<SearchHit>,
     pub next_cursor: Option<String>,
+    /// records committed but not indexed yet, so not searched: 0 unless the store had a large
+    /// backlog, which the next searches index (docs/recall.md)
+    pub unindexed: u64,
 }
 
 impl Store {
@@ -73,17 +81,29 @@ impl Store {
 
     fn search_inner(&self, text: &str, o: &SearchOptions) -> Result<SearchPage> {
         let query = query::parse(text)?;
-        let plan = Plan::of(text, o)?;
+        let mut plan = Plan::of(text, o)?;
         let conn = self.reader()?;
-        // What was committed since the last search is indexed first (a readonly store searches
-        // what its writers have indexed).
         let writable = !self.options().readonly;
-        if writable {
-            index::catch_up(&conn)?;
+        let meta = if writable {
+            index::settle(&conn)?
+        } else {
+            index::meta(&conn)?
+        };
+        plan.key = meta.cursor_key.unwrap_or_else(|| process_key().to_vec());
+        if let Some(c) = &o.cursor {
+            plan.offset = plan.open(c)?;
         }
+        // What was committed since the last search is indexed first (a readonly store searches
+        // what its writers have indexed). A large backlog is indexed over several searches (`index::INDEX_BUDGET` each): until
+        // then, the page says how many records it could not see.
+        let mut unindexed = if writable {
+            index::catch_up(&conn, index::index_budget())?
+        } else {
+            index::unindexed(&conn)?
+        };
         let Db::Sqlite(lite, ..) = &*conn else {
             let rows = plan.rows_pg(&conn, &query)?;
-            return self.page(&conn, rows, &plan, &query);
+            return self.page(&conn, rows, &plan, &query, unindexed);
         };
         let rows = match plan.rows(lite, &query) {
             Err(e) if index::is_index_damage(&e) && writable => {
@@ -91,12 +111,12 @@ impl Store {
                 let tx = crate::storage::txn::Txn::immediate(&conn)?;
                 index::reset(tx.sqlite()?)?;
                 tx.commit()?;
-                index::catch_up(&conn)?;
+                unindexed = index::catch_up(&conn, index::index_budget())?;
                 plan.rows(lite, &query)?
             }
             other => other?,
         };
-        self.page(&conn, rows, &plan, &query)
+        self.page(&conn, rows, &plan, &query, unindexed)
     }
 
     /// The page of hits of `rows` (one more than the page holds, if another page follows).
@@ -106,14 +126,19 @@ impl Store {
         rows: Vec<Row>,
         plan: &Plan<'_>,
         query: &Query,
+        unindexed: u64,
     ) -> Result<SearchPage> {
         let more = rows.len() as u64 > plan.limit;
         let mut hits = Vec::new();
         for row in rows.into_iter().take(plan.limit as usize) {
             hits.push(hit(conn, row, &plan.fields, query)?);
         }
-        let next_cursor = more.then(|| cursor(plan.offset + plan.limit, plan.key));
-        Ok(SearchPage { hits, next_cursor })
+        let next_cursor = more.then(|| plan.cursor(plan.offset + plan.limit));
+        Ok(SearchPage {
+            hits,
+            next_cursor,
+            unindexed,
+        })
     }
 }
 
@@ -126,8 +151,11 @@ struct Plan<'o> {
     until_ms: Option<i64>,
     limit: u64,
     offset: u64,
-    /// identifies the query and its options, so a cursor is not used for another search
-    key: u32,
+    /// what a cursor of this search signs besides its offset: the query and every option but
+    /// the cursor
+    signed: Vec<u8>,
+    /// the key cursors are signed with
+    key: Vec<u8>,
 }
 
 use index::Ranked as Row;
@@ -177,17 +205,13 @@ impl<'o> Plan<'o> {
         }
         let mut keyed = o.clone();
         keyed.cursor = None;
-        let key = crc32fast::hash(
-            format!(
-                "{text}\u{0}{}",
-                serde_json::to_string(&keyed).unwrap_or_default()
-            )
-            .as_bytes(),
-        );
-        let offset = match &o.cursor {
-            None => 0,
-            Some(c) => parse_cursor(c, key)?,
-        };
+        let options = serde_json::to_string(&keyed).unwrap_or_default();
+        // Each part with its length before it: no two searches sign the same bytes.
+        let mut signed = b"threadline search cursor 1".to_vec();
+        for part in [text, &options] {
+            signed.extend_from_slice(&(part.len() as u64).to_be_bytes());
+            signed.extend_from_slice(part.as_bytes());
+        }
         Ok(Plan {
             o,
             fields,
@@ -195,9 +219,54 @@ impl<'o> Plan<'o> {
             since_ms: time(&o.since, "since")?,
             until_ms: time(&o.until, "until")?,
             limit,
-            offset,
-            key,
+            offset: 0,
+            signed,
+            key: Vec::new(),
         })
+    }
+
+    /// The tag of the cursor to the page at `offset`.
+    fn tag(&self, offset: u64) -> [u8; CURSOR_TAG] {
+        let mac = hmac_sha256(&self.key, &[&self.signed, &offset.to_be_bytes()]);
+        let mut tag = [0; CURSOR_TAG];
+        tag.copy_from_slice(&mac[..CURSOR_TAG]);
+        tag
+    }
+
+    /// The cursor to the page at `offset`: the offset and its tag, in hex.
+    fn cursor(&self, offset: u64) -> String {
+        let mut out = format!("{offset:016x}");
+        for b in self.tag(offset) {
+            out.push_str(&format!("{b:02x}"));
+        }
+        out
+    }
+
+    /// The offset a cursor of this search leads to.
+    fn open(&self, c: &str) -> Result<u64> {
+        let bad = || {
+            Error::InvalidInput(
+                "options.cursor: not a cursor of this search (pass back nextCursor with the same query and options, to the store that gave it)".into(),
+            )
+        };
+        let bytes = hex(c)
+            .filter(|b| b.len() == 8 + CURSOR_TAG)
+            .ok_or_else(bad)?;
+        let mut offset = [0; 8];
+        offset.copy_from_slice(&bytes[..8]);
+        let offset = u64::from_be_bytes(offset);
+        // Every byte compared, wherever the first difference is.
+        let diff = self
+            .tag(offset)
+            .iter()
+            .zip(&bytes[8..])
+            .fold(0, |d, (a, b)| d | (a ^ b));
+        // An offset this search gives is a whole number of pages, and the SQL's OFFSET (an i64)
+        // holds it with the page after it.
+        if diff != 0 || !offset.is_multiple_of(self.limit) || offset > MAX_OFFSET {
+            return Err(bad());
+        }
+        Ok(offset)
     }
 
     /// `rows` on PostgreSQL.
@@ -294,15 +363,52 @@ pub(crate) fn snippet(texts: &[String; 4], fields: &[Field], marks: &[String]) -
     (field, cut(&texts[field.index()], at, &marks))
 }
 
-/// The char index of the first match of any of `marks` in `text`, matched without regard to
-/// case at the start of a word.
+/// The char index of the first match of any of `marks` in `text`, matched as the index matches
+/// (folded, without regard to case) at the start of a word.
 fn find(text: &str, marks: &[Vec<char>]) -> Option<usize> {
     let chars: Vec<char> = text.chars().collect();
-    (0..chars.len()).find(|&i| find_at(&chars, marks, i).is_some())
+    let folded = Folded::of(&chars);
+    (0..chars.len()).find(|&i| find_at(&chars, &folded, marks, i).is_some())
 }
 
-fn lower(c: char) -> char {
-    c.to_lowercase().next().unwrap_or(c)
+/// Characters as the index compares them (`search_index::fold_char`: folded, lowercased), each
+/// with the character it comes from.
+struct Folded {
+    chars: Vec<char>,
+    /// for each folded character, the index of the character it comes from
+    from: Vec<usize>,
+    /// for each character, the index of its first folded character
+    start: Vec<usize>,
+}
+
+impl Folded {
+    fn of(chars: &[char]) -> Folded {
+        let mut f = Folded {
+            chars: Vec::with_capacity(chars.len()),
+            from: Vec::with_capacity(chars.len()),
+            start: Vec::with_capacity(chars.len()),
+        };
+        for (i, &c) in chars.iter().enumerate() {
+            f.start.push(f.chars.len());
+            crate::storage::search_index::fold_char(c, |x| {
+                f.chars.push(x);
+                f.from.push(i);
+            });
+        }
+        f
+    }
+
+    /// The characters `mark` covers from character `i`, if its folded characters start there
+    /// and end at the end of a character.
+    fn matches(&self, i: usize, mark: &[char]) -> Option<usize> {
+        let p = self.start[i];
+        let end = p + mark.len();
+        if mark.is_empty() || end > self.chars.len() || self.chars[p..end] != *mark {
+            return None;
+        }
+        let last = self.from[end - 1];
+        (self.from.get(end) != Some(&last)).then(|| last + 1 - i)
+    }
 }
 
 /// About `SNIPPET_CHARS` characters of `text` around char `at`, on one line, matches marked.
@@ -311,13 +417,14 @@ fn cut(text: &str, at: usize, marks: &[Vec<char>]) -> String {
     let start = at.saturating_sub(SNIPPET_CHARS / 3);
     let end = (start + SNIPPET_CHARS).min(chars.len());
     let wchars = &chars[start..end];
+    let folded = Folded::of(wchars);
     let mut out = String::new();
     if start > 0 {
         out.push('…');
     }
     let mut i = 0;
     while i < wchars.len() {
-        match find_at(wchars, marks, i) {
+        match find_at(wchars, &folded, marks, i) {
             Some(len) => {
                 out.push_str("**");
                 out.extend(&wchars[i..i + len]);
@@ -337,8 +444,9 @@ fn cut(text: &str, at: usize, marks: &[Vec<char>]) -> String {
     collapse_spaces(&out)
 }
 
-/// The length of the longest mark matching at `i`, the start of a word.
-fn find_at(chars: &[char], marks: &[Vec<char>], i: usize) -> Option<usize> {
+/// The length (in characters of `chars`) of the longest mark matching at `i`, the start of a
+/// word.
+fn find_at(chars: &[char], folded: &Folded, marks: &[Vec<char>], i: usize) -> Option<usize> {
     // A match starts a word, a camelCase part of one (the index finds `renderer` in
     // `TranscriptRenderer`), or is CJK (indexed character by character).
     if i > 0
@@ -348,18 +456,7 @@ fn find_at(chars: &[char], marks: &[Vec<char>], i: usize) -> Option<usize> {
     {
         return None;
     }
-    marks
-        .iter()
-        .filter(|m| {
-            !m.is_empty()
-                && i + m.len() <= chars.len()
-                && chars[i..i + m.len()]
-                    .iter()
-                    .map(|&c| lower(c))
-                    .eq(m.iter().copied())
-        })
-        .map(Vec::len)
-        .max()
+    marks.iter().filter_map(|m| folded.matches(i, m)).max()
 }
 
 fn collapse_spaces(s: &str) -> String {
@@ -379,26 +476,88 @@ fn collapse_spaces(s: &str) -> String {
     out.trim().to_string()
 }
 
-fn cursor(offset: u64, key: u32) -> String {
-    format!("{offset}.{key:08x}")
+/// Bytes of the HMAC a cursor carries.
+const CURSOR_TAG: usize = 16;
+/// The largest offset a cursor may hold: the SQL's OFFSET and LIMIT are i64.
+const MAX_OFFSET: u64 = i64::MAX as u64 - 2 * MAX_LIMIT;
+
+/// Lowercase hex as bytes; None if it is not.
+fn hex(s: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
 }
 
-fn parse_cursor(c: &str, key: u32) -> Result<u64> {
-    let bad = || {
-        Error::InvalidInput(
-            "options.cursor: not a cursor of this search (pass back nextCursor with the same query and options)".into(),
-        )
-    };
-    let (offset, k) = c.split_once('.').ok_or_else(bad)?;
-    if k != format!("{key:08x}") {
-        return Err(bad());
+/// HMAC-SHA256 (RFC 2104) of the concatenation of `parts` under `key`.
+fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
     }
-    offset.parse().map_err(|_| bad())
+    let mut inner = Sha256::new();
+    inner.update(block.map(|b| b ^ 0x36));
+    for p in parts {
+        inner.update(p);
+    }
+    let mut outer = Sha256::new();
+    outer.update(block.map(|b| b ^ 0x5c));
+    outer.update(inner.finalize());
+    outer.finalize().into()
+}
+
+/// A key for the cursors of a store that keeps none (readonly, and no writer has searched it
+/// since keys were kept): random, for this process only.
+fn process_key() -> &'static [u8] {
+    static KEY: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut key = Vec::with_capacity(48);
+        for _ in 0..2 {
+            key.extend_from_slice(uuid::Uuid::now_v7().as_bytes());
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u32(std::process::id());
+            key.extend_from_slice(&h.finish().to_be_bytes());
+        }
+        key
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hmac_sha256_as_rfc_4231_gives_it() {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        // test case 2
+        assert_eq!(
+            hex(&hmac_sha256(
+                b"Jefe",
+                &[b"what do ya want ", b"for nothing?"]
+            )),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        // test case 6: a key longer than a block is hashed first
+        assert_eq!(
+            hex(&hmac_sha256(
+                &[0xaa; 131],
+                &[b"Test Using Larger Than Block-Size Key - Hash Key First"]
+            )),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
 
     #[test]
     fn a_camel_case_part_is_found_and_marked() {
@@ -412,6 +571,19 @@ mod tests {
         assert_eq!(s, "use the Transcript**Renderer** here");
         let (_, s) = snippet(&texts, &Field::DEFAULT, &["script".into()]);
         assert!(!s.contains("**"), "not a part: {s}");
+    }
+
+    #[test]
+    fn a_folded_match_marks_the_characters_it_comes_from() {
+        let texts = [
+            "the Ｔｈｒｅａｄ of ２０２６, a ﬁle".to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
+        let marks = ["thread".into(), "2026".into(), "file".into(), "f".into()];
+        let (_, s) = snippet(&texts, &Field::DEFAULT, &marks);
+        assert_eq!(s, "the **Ｔｈｒｅａｄ** of **２０２６**, a **ﬁle**");
     }
 
     #[test]

@@ -12,12 +12,13 @@ use super::transcript;
 use crate::error::{Error, Result};
 use crate::model::fields::Field;
 use crate::model::options::SessionFilter;
+use crate::model::tokens::{head_within, quarters};
 use crate::store::Store;
 
 pub const NAMES: [&str; 3] = ["session_list", "session_search", "session_read"];
 const DEFAULT_MAX_RESULT_TOKENS: u64 = 4_000;
-/// About four characters a token, as the rest of the library estimates.
-const CHARS_PER_TOKEN: u64 = 4;
+/// Tokens of a query or a project repeated in a result, at most.
+const ECHO_TOKENS: u64 = 25;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -145,13 +146,24 @@ impl RecallTools<'_> {
     /// Answers a call: `{name, input}`, an Anthropic `tool_use` block, an OpenAI Chat tool call
     /// (`{id, function: {name, arguments}}`) or a Responses `function_call`. Always a
     /// `tool_result` block: what went wrong is said in an `is_error` one. Errors of the store
-    /// itself (closed, damaged) are thrown.
+    /// itself (closed, damaged) are thrown, and an id that is not a string (INVALID_INPUT: the
+    /// provider's SDKs give strings, and a result must name its call by one).
     pub fn handle(&self, call: &Value) -> Result<Value> {
-        let id = ["id", "call_id"]
-            .iter()
-            .find_map(|k| call.get(*k).and_then(Value::as_str))
-            .unwrap_or("")
-            .to_string();
+        // A Responses `function_call` item has an id of its own beside the `call_id` its output
+        // answers.
+        let given = ["call_id", "id"]
+            .into_iter()
+            .find_map(|k| call.get(k).filter(|v| !v.is_null()).map(|v| (k, v)));
+        let id = match given {
+            None => String::new(),
+            Some((_, Value::String(s))) => s.clone(),
+            Some((k, v)) => {
+                return Err(Error::InvalidInput(format!(
+                    "recallTools.handle: call.{k}: expected a string, got {}",
+                    crate::model::message::kind(v)
+                )))
+            }
+        };
         let answer = match Call::of(call) {
             Ok(c) => self.answer(&c),
             Err(why) => Ok(Err(why)),
@@ -185,12 +197,17 @@ impl RecallTools<'_> {
         }
     }
 
-    fn budget(&self) -> usize {
-        (self
+    /// The room of a result, less what `reserved` will take of it.
+    fn budget(&self, reserved: &[&str]) -> Budget {
+        let max = self
             .options
             .max_result_tokens
-            .unwrap_or(DEFAULT_MAX_RESULT_TOKENS)
-            * CHARS_PER_TOKEN) as usize
+            .unwrap_or(DEFAULT_MAX_RESULT_TOKENS);
+        let mut b = Budget { room: max * 4 };
+        for r in reserved {
+            b.take(r);
+        }
+        b
     }
 
     fn list(&self, input: &Map<String, Value>) -> Result<String> {
@@ -212,6 +229,12 @@ impl RecallTools<'_> {
         let total = sessions.len() as u64;
         let mut out = String::new();
         let mut shown = 0;
+        // The head and the end, at their longest.
+        let mut budget = self.budget(&[
+            &list_head(u64::MAX, u64::MAX, u64::MAX),
+            &list_more(u64::MAX),
+            LIST_END,
+        ]);
         for s in sessions.iter().skip(offset as usize).take(limit as usize) {
             let title = match &s.title {
                 Some(t) => t.clone(),
@@ -220,35 +243,33 @@ impl RecallTools<'_> {
             let line = format!(
                 "- {} · \"{}\"{} · {} · last active {} · {} messages\n",
                 s.id,
-                clip(&title, 100),
+                clip(&title, 25),
                 s.project
                     .as_ref()
-                    .map(|p| format!(" · project {p}"))
+                    .map(|p| format!(" · project {}", clip(p, ECHO_TOKENS)))
                     .unwrap_or_default(),
                 s.status.as_str(),
                 s.updated_at,
                 s.message_count
             );
-            if out.len() + line.len() > self.budget() && shown > 0 {
-                break;
+            match budget.fit(&line, shown == 0) {
+                Some(line) => out.push_str(&line),
+                None => break,
             }
-            out.push_str(&line);
             shown += 1;
         }
         let next = offset + shown;
-        let mut head = format!(
-            "{total} earlier session{}, newest first; {}:\n",
-            plural(total),
-            if shown == 0 {
-                "none on this page".to_string()
-            } else {
-                format!("{}-{}", offset + 1, next)
-            }
-        );
-        if next < total {
-            out.push_str(&format!("More: session_list with cursor \"{next}\".\n"));
+        let mut head = list_head(total, offset + 1, next);
+        if shown == 0 {
+            head = format!(
+                "{total} earlier session{}, newest first; none on this page:\n",
+                plural(total)
+            );
         }
-        out.push_str("Read one: session_read with its session_id.");
+        if next < total {
+            out.push_str(&list_more(next));
+        }
+        out.push_str(LIST_END);
         head.push_str(&out);
         Ok(head)
     }
@@ -294,25 +315,43 @@ impl RecallTools<'_> {
             cursor: a.string("cursor")?,
         };
         let page = self.store.search(&query, &options).map_err(|e| match e {
+            // Named as the tool's arguments are.
             Error::InvalidInput(m) => {
-                Error::InvalidInput(m.trim_start_matches("search: ").to_string())
+                let m = m.trim_start_matches("search: ");
+                Error::InvalidInput(match m.strip_prefix("options.") {
+                    Some(m) => m.to_string(),
+                    None => m.to_string(),
+                })
             }
             other => other,
         })?;
+        // The query said back, at most ECHO_TOKENS of it (it may be 2,000 characters).
+        let echo = json!(clip(&query, ECHO_TOKENS));
+        // A store with a large backlog is indexed over several searches: say what was not seen.
+        let unseen = match page.unindexed {
+            0 => String::new(),
+            n => format!("\n({n} records are not indexed yet and were not searched: search again in a moment to include them.)"),
+        };
         if page.hits.is_empty() {
             return Ok(format!(
-                "No hits for {}. Try fewer or other words, a prefix*, or OR.",
-                json!(query)
+                "No hits for {echo}. Try fewer or other words, a prefix*, or OR.{unseen}"
             ));
         }
-        let mut out = format!("Hits for {}, best first:\n", json!(query));
+        let mut out = format!("Hits for {echo}, best first:\n");
+        let more = page.next_cursor.as_deref().map(search_more);
+        let mut budget = self.budget(&[
+            &out,
+            &search_left_out(page.hits.len()),
+            more.as_deref().unwrap_or(""),
+            SEARCH_END,
+        ]);
         let mut shown = 0;
         for (i, h) in page.hits.iter().enumerate() {
             let title = h
                 .session
                 .title
                 .as_deref()
-                .map(|t| format!(" (\"{}\")", clip(t, 60)))
+                .map(|t| format!(" (\"{}\")", clip(t, 15)))
                 .unwrap_or_default();
             let entry = format!(
                 "{}. session {}{} · seq {} · uuid {} · {} · {} · {}\n   {}\n",
@@ -326,21 +365,18 @@ impl RecallTools<'_> {
                 h.field.as_str(),
                 h.snippet
             );
-            if out.len() + entry.len() > self.budget() && shown > 0 {
-                break;
+            match budget.fit(&entry, shown == 0) {
+                Some(entry) => out.push_str(&entry),
+                None => break,
             }
-            out.push_str(&entry);
             shown += 1;
         }
         if shown < page.hits.len() {
-            out.push_str(&format!("({} more hits on this page left out to keep this short: ask with a smaller limit.)\n", page.hits.len() - shown));
+            out.push_str(&search_left_out(page.hits.len() - shown));
         }
-        if let Some(c) = &page.next_cursor {
-            out.push_str(&format!(
-                "More hits: session_search with the same query and cursor \"{c}\".\n"
-            ));
-        }
-        out.push_str("Read around a hit: session_read with its session_id and around_uuid.");
+        out.push_str(more.as_deref().unwrap_or(""));
+        out.push_str(SEARCH_END);
+        out.push_str(&unseen);
         Ok(out)
     }
 
@@ -358,6 +394,31 @@ impl RecallTools<'_> {
         let id = a
             .string("session_id")?
             .ok_or_else(|| Error::InvalidInput("session_id: required".into()))?;
+        let around = a.string("around_uuid")?;
+        let from_seq = a.int("from_seq", 0, u64::MAX)?;
+        let record_seq = a.int("record_seq", 0, u64::MAX)?;
+        let char_offset = a.int("char_offset", 0, u64::MAX)?;
+        let given: Vec<&str> = [
+            ("around_uuid", around.is_some()),
+            ("from_seq", from_seq.is_some()),
+            ("record_seq", record_seq.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, g)| g.then_some(k))
+        .collect();
+        if let [first @ .., last] = given.as_slice() {
+            if !first.is_empty() {
+                return Err(Error::InvalidInput(format!(
+                    "give one of around_uuid, from_seq or record_seq, not {} and {last}",
+                    first.join(", ")
+                )));
+            }
+        }
+        if char_offset.is_some() && record_seq.is_none() {
+            return Err(Error::InvalidInput(
+                "char_offset: goes with record_seq (where to go on in that record)".into(),
+            ));
+        }
         if Some(&id) == self.options.exclude_session_id.as_ref() {
             return Err(Error::InvalidInput(
                 "session_id: that is the current session: its messages are already in your context"
@@ -376,46 +437,38 @@ impl RecallTools<'_> {
                 "session_id: no session '{id}' (session_list shows them)"
             )));
         }
-        if let Some(seq) = a.int("record_seq", 0, u64::MAX)? {
-            return self.read_record(
-                &session,
-                &id,
-                seq,
-                a.int("char_offset", 0, u64::MAX)?.unwrap_or(0),
-            );
+        if let Some(seq) = record_seq {
+            return self.read_record(&session, &id, seq, char_offset.unwrap_or(0));
         }
-        let from = match (a.string("around_uuid")?, a.int("from_seq", 0, u64::MAX)?) {
-            (Some(_), Some(_)) => {
-                return Err(Error::InvalidInput(
-                    "give around_uuid or from_seq, not both".into(),
-                ))
-            }
-            (Some(uuid), None) => {
+        let from = match around {
+            Some(uuid) => {
                 let seq = session.seq_of_uuid(&uuid)?.ok_or_else(|| {
                     Error::NotFound(format!("around_uuid: no record '{uuid}' in session '{id}'"))
                 })?;
                 seq.saturating_sub(4)
             }
-            (None, from) => from.unwrap_or(0),
+            None => from_seq.unwrap_or(0),
         };
         let title = info
             .title
             .clone()
-            .map(|t| format!(" \"{}\"", clip(&t, 80)))
+            .map(|t| format!(" \"{}\"", clip(&t, 20)))
             .unwrap_or_default();
         let mut out = format!(
             "Session {id}{title}{} · {} · {} messages · last active {}\n",
             info.project
                 .as_ref()
-                .map(|p| format!(" · project {p}"))
+                .map(|p| format!(" · project {}", clip(p, ECHO_TOKENS)))
                 .unwrap_or_default(),
             info.status.as_str(),
             info.message_count,
             info.updated_at
         );
-        let budget = self.budget();
+        // The head, and at most a record cut short and the way to read on.
+        let mut budget = self.budget(&[&out, &record_cut(&id, u64::MAX), &read_on(&id, u64::MAX)]);
         let mut next = from;
         let mut done = true;
+        let mut shown = false;
         'pages: loop {
             let page = session.envelopes(next, Some(64))?;
             if page.is_empty() {
@@ -429,20 +482,28 @@ impl RecallTools<'_> {
                     continue;
                 }
                 let lines = transcript::render(&env, seq, &id, false);
-                if out.len() + lines.len() > budget {
-                    next = seq;
-                    done = false;
-                    break 'pages;
+                if budget.fits(&lines) {
+                    budget.take(&lines);
+                    out.push_str(&lines);
+                    shown = true;
+                    continue;
                 }
-                out.push_str(&lines);
+                done = false;
+                if shown {
+                    next = seq;
+                } else {
+                    // Larger than a result by itself: as much as fits, and where it is whole;
+                    // reading on goes on after it.
+                    out.push_str(head_within(&lines, budget.room).trim_end());
+                    out.push_str(&record_cut(&id, seq));
+                }
+                break 'pages;
             }
         }
         if done {
             out.push_str("(end of the session)");
         } else {
-            out.push_str(&format!(
-                "(cut here to stay within the result size) Read on: session_read {{\"session_id\": \"{id}\", \"from_seq\": {next}}}"
-            ));
+            out.push_str(&read_on(&id, next));
         }
         Ok(out)
     }
@@ -466,17 +527,101 @@ impl RecallTools<'_> {
         };
         let text = transcript::render(&env, seq, id, true);
         let chars: Vec<char> = text.chars().collect();
-        let start = (offset as usize).min(chars.len());
-        let end = (start + self.budget()).min(chars.len());
-        let mut out: String = chars[start..end].iter().collect();
-        if end < chars.len() {
-            out.push_str(&format!(
-                "\n(cut at character {end} of {}) Read on: session_read {{\"session_id\": \"{id}\", \"record_seq\": {seq}, \"char_offset\": {end}}}",
-                chars.len()
+        let len = chars.len() as u64;
+        if offset > len {
+            return Ok(format!(
+                "{END_OF_RECORD} char_offset {offset} is past it: record {seq} has {len} characters."
             ));
+        }
+        let start = offset as usize;
+        let rest: String = chars[start..].iter().collect();
+        let budget = self.budget(&[&char_cut(id, seq, u64::MAX, u64::MAX)]);
+        let out = head_within(&rest, budget.room);
+        let end = start + out.chars().count();
+        let mut out = out.to_string();
+        if end < chars.len() {
+            out.push_str(&char_cut(id, seq, end as u64, len));
+        } else {
+            // The same end whether the last part was read from its start or from an offset.
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(END_OF_RECORD);
         }
         Ok(out)
     }
+}
+
+/// What is left of a result's room, in quarter tokens (`model::tokens`: estimated by script).
+struct Budget {
+    room: u64,
+}
+
+impl Budget {
+    fn fits(&self, s: &str) -> bool {
+        quarters(s) <= self.room
+    }
+
+    fn take(&mut self, s: &str) {
+        self.room = self.room.saturating_sub(quarters(s));
+    }
+
+    /// `s` if it fits (taken from the room); cut to what fits if it is the `first` of a list
+    /// (a list shows one entry at least, or paging would never move on); None: it does not.
+    fn fit(&mut self, s: &str, first: bool) -> Option<String> {
+        let s = if self.fits(s) {
+            s.to_string()
+        } else if first {
+            let cut = head_within(s, self.room.saturating_sub(quarters("…\n")));
+            format!("{}…\n", cut.trim_end())
+        } else {
+            return None;
+        };
+        self.take(&s);
+        Some(s)
+    }
+}
+
+/// What a `record_seq` read ends with once it has reached the end of the record.
+const END_OF_RECORD: &str = "(end of the record)";
+const LIST_END: &str = "Read one: session_read with its session_id.";
+const SEARCH_END: &str = "Read around a hit: session_read with its session_id and around_uuid.";
+
+fn list_head(total: u64, first: u64, last: u64) -> String {
+    format!(
+        "{total} earlier session{}, newest first; {first}-{last}:\n",
+        plural(total)
+    )
+}
+
+fn list_more(next: u64) -> String {
+    format!("More: session_list with cursor \"{next}\".\n")
+}
+
+fn search_more(cursor: &str) -> String {
+    format!("More hits: session_search with the same query and cursor \"{cursor}\".\n")
+}
+
+fn search_left_out(n: usize) -> String {
+    format!("({n} more hits on this page left out to keep this short: ask with a smaller limit.)\n")
+}
+
+fn read_on(id: &str, next: u64) -> String {
+    format!(
+        "(cut here to stay within the result size) Read on: session_read {{\"session_id\": \"{id}\", \"from_seq\": {next}}}"
+    )
+}
+
+fn record_cut(id: &str, seq: u64) -> String {
+    format!(
+        " … [record {seq} is longer than a result; whole: session_read {{\"session_id\": \"{id}\", \"record_seq\": {seq}}}]\n"
+    )
+}
+
+fn char_cut(id: &str, seq: u64, end: u64, len: u64) -> String {
+    format!(
+        "\n(cut at character {end} of {len}) Read on: session_read {{\"session_id\": \"{id}\", \"record_seq\": {seq}, \"char_offset\": {end}}}"
+    )
 }
 
 /// A call in any of the accepted shapes.
@@ -607,11 +752,12 @@ fn first_prompt(store: &Store, id: &str) -> Result<Option<String>> {
     Ok(None)
 }
 
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
+/// `s`, or as much of it as `tokens` hold (estimated by script), and `…`.
+fn clip(s: &str, tokens: u64) -> String {
+    if quarters(s) <= tokens * 4 {
         s.to_string()
     } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
+        format!("{}…", head_within(s, tokens * 4 - quarters("…")))
     }
 }
 

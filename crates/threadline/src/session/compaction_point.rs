@@ -39,6 +39,7 @@ pub(crate) fn start(conn: &Db, num: i64, state: &State) -> Result<Start> {
             // It stands where the kept records start (the compaction record itself comes after
             // them in the log), so ranges of the context stay in order.
             seq: cp.kept,
+            index: 0,
             uuid: record
                 .get("uuid")
                 .and_then(Value::as_str)

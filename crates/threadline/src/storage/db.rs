@@ -216,11 +216,23 @@ impl Pg {
             let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
             self.client
                 .borrow_mut()
-                .pipeline(&first, (&last, &refs))
+                .pipeline(&first, (&last, &refs), sql)
                 .map_err(mapped)
         };
+        // A connection found closed (STORE_IO) is tried again; not one that got no answer
+        // (STORE_BUSY, closed by the client): the server may have run what was sent, and would
+        // be waited on again.
         let out = match attempt() {
-            Err(_) if fresh && sql != "COMMIT" && self.client.borrow().is_closed() => attempt(),
+            Err(Error::StoreIo(_))
+                if fresh && sql != "COMMIT" && self.client.borrow().is_closed() =>
+            {
+                attempt()
+            }
+            Err(Error::StoreBusy(m)) if sql == "COMMIT" && self.client.borrow().is_closed() => {
+                Err(Error::StoreBusy(format!(
+                    "{m}; the transaction may have been committed (an append retried with the same uuid is stored once)"
+                )))
+            }
             r => r,
         };
         if self.in_txn.get() {

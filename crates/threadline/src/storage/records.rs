@@ -32,6 +32,8 @@ pub(crate) struct Tail {
 #[derive(Debug, Clone)]
 pub(crate) struct ViewRecord {
     pub seq: u64,
+    /// its place among the messages of its branch (`msg_index`; 0 for a compaction's summary)
+    pub index: u64,
     pub uuid: String,
     pub provider: Option<String>,
     pub message: Value,
@@ -212,6 +214,7 @@ fn view_range(conn: &Db, num: i64, from_seq: u64, to_seq: u64) -> Result<Vec<Vie
             })?;
             out.push(ViewRecord {
                 seq,
+                index: stored.int(checksum::col::MSG_INDEX)?.unwrap_or(0) as u64,
                 uuid: stored
                     .str(checksum::col::UUID)?
                     .unwrap_or_default()
@@ -484,6 +487,20 @@ pub(crate) fn each_turn_edge(
             Ok(true)
         },
     )
+}
+
+/// How many records of session `num` in `from_seq..=to_seq` start a turn (by the index of turn
+/// starts: no record is read).
+pub(crate) fn turn_starts_between(conn: &Db, num: i64, from_seq: u64, to_seq: u64) -> Result<u64> {
+    let (lo, _) = schema::range(num);
+    let a = lo.saturating_add(from_seq.min(1 << SEQ_BITS) as i64);
+    let b = lo.saturating_add(to_seq.min(1 << SEQ_BITS) as i64);
+    let n: Option<i64> = conn.query_row(
+        "SELECT count(*) FROM records WHERE turn_start = 1 AND id BETWEEN ?1 AND ?2",
+        &args![a, b],
+        |r| r.get(0),
+    )?;
+    Ok(n.unwrap_or(0).max(0) as u64)
 }
 
 /// The seqs of session `num`'s records of type `ty`, in order.

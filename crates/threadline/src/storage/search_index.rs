@@ -11,6 +11,9 @@
 //!
 //! Tokenizer: FTS5's `unicode61` (case and diacritics folded), fed text prepared so that it
 //! also serves code and CJK:
+//! - compatibility characters folded (NFKC, `fold`): fullwidth `Ｔｈｒｅａｄ ２０２６` is indexed as
+//!   `Thread 2026`, halfwidth katakana as katakana, ligatures and superscripts as their letters
+//!   and digits; a query is folded the same way;
 //! - identifiers: unicode61 splits `parse_json` and `src/auth/login.ts` at the punctuation
 //!   (a query for `parse_json` is the phrase "parse json"), and each camelCase word is followed
 //!   by its parts, so `fooBar` is found by `foobar`, `foo` and `bar`;
@@ -26,11 +29,18 @@
 //! words, phrases and prefixes match as on SQLite; ranking is `ts_rank` with the same field
 //! weights. It is filled the same way, at the next search.
 
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
+use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 use crate::error::Result;
 use crate::model::fields::{self, Field};
+/// Han, kana and hangul characters are indexed one character a token.
+pub(crate) use crate::model::tokens::is_cjk;
 use crate::storage::db::{args, Db};
 use crate::storage::schema::SEQ_BITS;
 
@@ -42,6 +52,11 @@ const MAX_FIELD_BYTES: usize = 64 * 1024;
 
 /// Records indexed per write transaction.
 const BATCH: u64 = 500;
+
+/// The version of the tokens the index holds (how text is folded and cut): an index of other
+/// tokens (none recorded: from before text was folded) is made anew by a writer's next search,
+/// and its records indexed again.
+pub(crate) const TOKENS: i64 = 2;
 
 /// Whether a stored record is conversation to index: a message of the context (not an event,
 /// a stream record, a compaction summary, a repair or a harness-inserted meta message).
@@ -62,10 +77,11 @@ fn add(db: &Db, id: i64, message: &Value) -> Result<()> {
     if texts.iter().all(String::is_empty) {
         return Ok(());
     }
-    let prepared: Vec<String> = texts.iter().map(|t| prepare(capped(t))).collect();
+    let prepared: Vec<String> = texts.iter().map(|t| prepare(&fold(capped(t)))).collect();
     let Db::Sqlite(conn, ..) = db else {
         let v: Vec<String> = prepared.iter().map(|t| tsvector_of(t)).collect();
-        db.execute(
+        // Held back and sent with the next statement: a batch's rows go in one round trip.
+        db.execute_later(
             "INSERT INTO search(id, text, thinking, tool_input, tool_output)
              VALUES (?1, CAST(CAST(?2 AS text) AS tsvector), CAST(CAST(?3 AS text) AS tsvector), CAST(CAST(?4 AS text) AS tsvector), CAST(CAST(?5 AS text) AS tsvector))
              ON CONFLICT DO NOTHING",
@@ -124,7 +140,125 @@ pub(crate) fn reset(conn: &Connection) -> Result<()> {
     }
     conn.execute_batch(CREATE)?;
     conn.execute_batch("UPDATE sessions SET indexed = 0")?;
+    conn.execute_batch(CREATE_META)?;
+    conn.execute(
+        "INSERT OR REPLACE INTO search_meta VALUES ('tokens', ?1)",
+        [TOKENS],
+    )?;
     Ok(())
+}
+
+/// The index's settings, kept beside it: on SQLite in `search_meta` (made by the first search of
+/// a writer), on PostgreSQL in the schema's `meta` table (`search_*` keys).
+#[derive(Debug, Default)]
+pub(crate) struct Meta {
+    /// the version of the index's tokens (0: not recorded)
+    pub tokens: i64,
+    /// the key that signs search cursors (recall/search.rs): random, made once per store, so a
+    /// cursor is good for the store that gave it, in any process, and for no other
+    pub cursor_key: Option<Vec<u8>>,
+}
+
+const CREATE_META: &str =
+    "CREATE TABLE IF NOT EXISTS search_meta(key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID";
+
+/// The index's settings as stored (none yet: a store no writer has searched since they were
+/// kept, or a readonly one).
+pub(crate) fn meta(db: &Db) -> Result<Meta> {
+    let mut m = Meta::default();
+    let Db::Sqlite(conn, ..) = db else {
+        let rows = db.rows(
+            "SELECT key, value FROM meta WHERE key IN ('search_tokens', 'search_key_1', 'search_key_2') ORDER BY key",
+            &[],
+            |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
+        )?;
+        let keys: Vec<i64> = rows
+            .iter()
+            .filter(|(k, _)| k.starts_with("search_key_"))
+            .map(|(_, v)| *v)
+            .collect();
+        if keys.len() == 2 {
+            m.cursor_key = Some(keys.iter().flat_map(|v| v.to_be_bytes()).collect());
+        }
+        m.tokens = rows
+            .iter()
+            .find(|(k, _)| k == "search_tokens")
+            .map_or(0, |(_, v)| *v);
+        return Ok(m);
+    };
+    let mut stmt = match conn.prepare_cached("SELECT key, value FROM search_meta") {
+        Ok(s) => s,
+        Err(rusqlite::Error::SqliteFailure(_, Some(msg))) if msg.contains("no such table") => {
+            return Ok(m)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        match r.get_ref(0)?.as_str().ok() {
+            Some("cursor_key") => m.cursor_key = r.get_ref(1)?.as_blob().ok().map(<[u8]>::to_vec),
+            Some("tokens") => m.tokens = r.get_ref(1)?.as_i64().unwrap_or(0),
+            _ => {}
+        }
+    }
+    Ok(m)
+}
+
+/// The index's settings, made if missing, and an index of other tokens made anew (a writer's
+/// search, before it indexes).
+pub(crate) fn settle(db: &Db) -> Result<Meta> {
+    let m = meta(db)?;
+    if m.cursor_key.is_some() && m.tokens == TOKENS {
+        return Ok(m);
+    }
+    let tx = crate::storage::txn::Txn::immediate(db)?;
+    if let Db::Sqlite(conn, ..) = &*tx {
+        conn.execute_batch(CREATE_META)?;
+        conn.execute(
+            "INSERT OR IGNORE INTO search_meta VALUES ('cursor_key', randomblob(32))",
+            [],
+        )?;
+        // Read again under the write lock: another process may have made it anew meanwhile.
+        let tokens: Option<i64> = conn
+            .query_row(
+                "SELECT value FROM search_meta WHERE key = 'tokens'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if tokens != Some(TOKENS) {
+            reset(conn)?;
+        }
+    } else {
+        // 60 random bits of a version 4 uuid each (the server's strong random source).
+        tx.execute(
+            "INSERT INTO meta VALUES
+               ('search_key_1', CAST(CAST('x' || substr(translate(CAST(gen_random_uuid() AS text), '-', ''), 1, 16) AS bit(64)) AS bigint)),
+               ('search_key_2', CAST(CAST('x' || substr(translate(CAST(gen_random_uuid() AS text), '-', ''), 1, 16) AS bit(64)) AS bigint))
+             ON CONFLICT (key) DO NOTHING",
+            &[],
+        )?;
+        // The row locked (made first if missing): one process makes the index anew.
+        tx.execute(
+            "INSERT INTO meta VALUES ('search_tokens', 0) ON CONFLICT (key) DO NOTHING",
+            &[],
+        )?;
+        let tokens = tx.query_row(
+            "SELECT value FROM meta WHERE key = 'search_tokens' FOR UPDATE",
+            &[],
+            |r| r.get::<i64>(0),
+        )?;
+        if tokens != Some(TOKENS) {
+            tx.execute("TRUNCATE search", &[])?;
+            tx.execute("UPDATE sessions SET indexed = 0", &[])?;
+            tx.execute(
+                "UPDATE meta SET value = ?1 WHERE key = 'search_tokens'",
+                &args![TOKENS],
+            )?;
+        }
+    }
+    tx.commit()?;
+    meta(db)
 }
 
 /// Whether records are waiting to be indexed.
@@ -138,13 +272,53 @@ pub(crate) fn pending(db: &Db) -> Result<bool> {
         .is_some())
 }
 
-/// Indexes every record committed and not indexed yet, `BATCH` records a write transaction (so
-/// that the appends of other processes wait for one batch at most).
-pub(crate) fn catch_up(db: &Db) -> Result<()> {
+/// How many records are waiting to be indexed.
+pub(crate) fn unindexed(db: &Db) -> Result<u64> {
+    let n: Option<i64> = db.query_row(
+        "SELECT CAST(coalesce(sum(records - indexed), 0) AS bigint) FROM sessions WHERE indexed < records",
+        &[],
+        |r| r.get(0),
+    )?;
+    Ok(n.unwrap_or(0).max(0) as u64)
+}
+
+/// How long a search may spend indexing before it answers. What was committed since the last
+/// search is usually indexed well within it (about 20 to 30 µs a record); a larger backlog (a
+/// store written for long without a search, an import, a store from before the index) is
+/// indexed over the following searches, this long each, and meanwhile a search says how many
+/// records it could not see yet (`SearchPage::unindexed`).
+pub(crate) const INDEX_BUDGET: Duration = Duration::from_millis(1500);
+
+thread_local! {
+    /// The budget in place of `INDEX_BUDGET` on this thread (tests of a search that returns
+    /// before the index caught up).
+    static BUDGET: Cell<Option<Duration>> = const { Cell::new(None) };
+}
+
+/// Sets (or, with `None`, resets) how long a search on this thread may index before it answers.
+pub fn set_index_budget(budget: Option<Duration>) {
+    BUDGET.with(|b| b.set(budget));
+}
+
+/// The budget of a search on this thread.
+pub(crate) fn index_budget() -> Duration {
+    BUDGET.with(Cell::get).unwrap_or(INDEX_BUDGET)
+}
+
+/// Indexes the records committed and not indexed yet, `BATCH` records a write transaction (so
+/// that the appends of other processes wait for one batch at most), until none is left or
+/// `budget` has passed (one batch at least). Returns how many records are still waiting.
+pub(crate) fn catch_up(db: &Db, budget: Duration) -> Result<u64> {
+    let started = Instant::now();
     // This connection's open batch of appends first: its sessions' record counts, which say what
     // is left to index, are written when it commits (storage/batch.rs).
     db.commit_batch()?;
+    let mut first = true;
     while pending(db)? {
+        if !first && started.elapsed() >= budget {
+            return unindexed(db);
+        }
+        first = false;
         let tx = crate::storage::txn::Txn::immediate(db)?;
         if let Db::Sqlite(conn, ..) = &*tx {
             let exists = conn
@@ -171,25 +345,31 @@ pub(crate) fn catch_up(db: &Db) -> Result<()> {
         )?;
         if let Some((num, from, records)) = next {
             let to = records.min(from + BATCH);
-            let (lo, _) = crate::storage::schema::range(num);
-            for env in crate::storage::records::records_between(&tx, num, from, to - 1)? {
-                let Value::Object(env) = env else { continue };
-                if !indexable(&env) {
-                    continue;
-                }
-                let seq = env.get("seq").and_then(Value::as_u64).unwrap_or(from);
-                add(
-                    &tx,
-                    lo + seq as i64,
-                    env.get("message").unwrap_or(&Value::Null),
-                )?;
-            }
+            index_range(&tx, num, from, to)?;
             tx.execute(
                 "UPDATE sessions SET indexed = ?1 WHERE num = ?2",
                 &args![to as i64, num],
             )?;
         }
         tx.commit()?;
+    }
+    Ok(0)
+}
+
+/// Indexes records `from..to` of session `num` (inside the caller's write transaction).
+fn index_range(db: &Db, num: i64, from: u64, to: u64) -> Result<()> {
+    let (lo, _) = crate::storage::schema::range(num);
+    for env in crate::storage::records::records_between(db, num, from, to - 1)? {
+        let Value::Object(env) = env else { continue };
+        if !indexable(&env) {
+            continue;
+        }
+        let seq = env.get("seq").and_then(Value::as_u64).unwrap_or(from);
+        add(
+            db,
+            lo + seq as i64,
+            env.get("message").unwrap_or(&Value::Null),
+        )?;
     }
     Ok(())
 }
@@ -205,15 +385,30 @@ fn capped(s: &str) -> &str {
     &s[..end]
 }
 
-/// Whether `c` is written without spaces between words (Han, kana, hangul): indexed one
-/// character a token.
-pub(crate) fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x1100..=0x11FF | 0x3040..=0x30FF | 0x3130..=0x318F | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
-        | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF66..=0xFF9F | 0x20000..=0x2FA1F)
+/// `text` with compatibility characters folded (NFKC): fullwidth and halfwidth forms, ligatures,
+/// superscripts, circled digits and the like as their plain characters. Text already in that
+/// form (ASCII, most text) is given back as it is.
+pub(crate) fn fold(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() || is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.nfkc().collect())
 }
 
-/// Text as the index takes it: CJK characters apart, camelCase words followed by their parts.
+/// One character as `fold` folds it alone, lowercased, each character given to `out`: what a
+/// snippet compares with a query's words.
+pub(crate) fn fold_char(c: char, mut out: impl FnMut(char)) {
+    if c.is_ascii() {
+        out(c.to_ascii_lowercase());
+        return;
+    }
+    for f in std::iter::once(c).nfkc() {
+        f.to_lowercase().for_each(&mut out);
+    }
+}
+
+/// Text as the index takes it (folded): CJK characters apart, camelCase words followed by their
+/// parts.
 pub(crate) fn prepare(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut parts = String::new();
@@ -496,6 +691,19 @@ mod tests {
         let long = "a".repeat(3000);
         assert_eq!(tsvector_of(&format!("x {long} y")), "'x':1 'y':3");
         assert_eq!(tsvector_of(""), "");
+    }
+
+    #[test]
+    fn compatibility_characters_folded() {
+        assert_eq!(fold("Ｔｈｒｅａｄ ２０２６"), "Thread 2026");
+        assert_eq!(fold("ﬁle x² ①"), "file x2 1");
+        // halfwidth katakana, its voiced mark joined
+        assert_eq!(fold("ｶﾞｲﾄﾞ"), "ガイド");
+        assert!(matches!(fold("plain text, 漢字"), Cow::Borrowed(_)));
+        let mut out = String::new();
+        fold_char('Ｔ', |c| out.push(c));
+        fold_char('ﬁ', |c| out.push(c));
+        assert_eq!(out, "tfi");
     }
 
     #[test]

@@ -1,6 +1,13 @@
 //! Markdown: the conversation to read, turn by turn. Thinking and tool calls are in `<details>`
 //! blocks (folded where Markdown is rendered), tool input and output in fences long enough that
 //! no backticks inside can close them.
+//!
+//! The session's text is data: what this file writes as structure (headings, list items, folds,
+//! emphasis) cannot be made by it. A one-line field (title, id, project, model, tool name, event
+//! type, media type) has its line breaks made spaces, so it cannot start a heading or a list
+//! item, and its Markdown and HTML characters backslash-escaped (`inline`), or is a code span.
+//! A fold's text (thinking, a compaction summary) is in a fence, so a `</details>` in it is text,
+//! as the HTML export shows it; message text is Markdown, as it was written.
 
 use std::collections::HashMap;
 
@@ -33,27 +40,32 @@ fn header(t: &Transcript) -> String {
     let i = t.info;
     let mut out = format!(
         "# {}\n\n",
-        i.title
-            .clone()
-            .unwrap_or_else(|| format!("Session {}", i.id))
+        inline(
+            &i.title
+                .clone()
+                .unwrap_or_else(|| format!("Session {}", i.id))
+        )
     );
-    out.push_str(&format!("- Session: `{}`\n", i.id));
+    out.push_str(&format!("- Session: {}\n", code_span(&i.id)));
     if let Some(p) = &i.project {
-        out.push_str(&format!("- Project: {p}\n"));
+        out.push_str(&format!("- Project: {}\n", inline(p)));
     }
     match &i.model {
-        Some(m) => out.push_str(&format!("- Model: {m}\n")),
+        Some(m) => out.push_str(&format!("- Model: {}\n", inline(m))),
         None => {
             let used = models(t.records);
             if !used.is_empty() {
                 let k = if used.len() == 1 { "Model" } else { "Models" };
+                let used: Vec<String> = used.into_iter().map(inline).collect();
                 out.push_str(&format!("- {k}: {}\n", used.join(", ")));
             }
         }
     }
     out.push_str(&format!(
         "- Created: {} · updated: {} · {} messages\n",
-        i.created_at, i.updated_at, i.message_count
+        inline(&i.created_at),
+        inline(&i.updated_at),
+        i.message_count
     ));
     out
 }
@@ -66,7 +78,7 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
         "User"
     };
     let ts = r.get("timestamp").and_then(Value::as_str).unwrap_or("");
-    out.push_str(&format!("\n### {who} · {ts}\n"));
+    out.push_str(&format!("\n### {who} · {}\n", inline(ts)));
     match m.get("content") {
         Some(Value::String(text)) => out.push_str(&format!("\n{text}\n")),
         Some(Value::Array(blocks)) => {
@@ -112,10 +124,12 @@ fn block(out: &mut String, b: &Value, names: &HashMap<&str, &str>) {
             ));
             fenced(out, "", &result_text(b.get("content")));
         }
-        "image" | "document" => out.push_str(&format!("\n_[{}: {}]_\n", s("type"), media(b))),
+        "image" | "document" => {
+            out.push_str(&format!("\n_[{}: {}]_\n", s("type"), inline(&media(b))))
+        }
         other => {
             let text = serde_json::to_string(b).unwrap_or_default();
-            out.push_str(&format!("\n_{other} block_\n"));
+            out.push_str(&format!("\n_{} block_\n", inline(other)));
             fenced(out, "json", &text);
         }
     }
@@ -130,16 +144,45 @@ fn event(out: &mut String, r: &Value) {
                 ("event", Some(name)) => name,
                 (ty, _) => ty,
             };
-            let sub = e.sub.map(|s| format!(" ({s})")).unwrap_or_default();
-            out.push_str(&format!("\n_{ty}{sub}_\n"));
+            let sub = e
+                .sub
+                .map(|s| format!(" ({})", inline(s)))
+                .unwrap_or_default();
+            out.push_str(&format!("\n_{}{sub}_\n", inline(ty)));
         }
     }
 }
 
+/// A fold with its text in a fence: what the text says (`</details>`, `<!--`, a heading) is
+/// shown, not read as Markdown or HTML, so the fold ends where it should.
 fn details(out: &mut String, summary: &str, body: &str) {
-    out.push_str(&format!(
-        "\n<details><summary>{summary}</summary>\n\n{body}\n\n</details>\n"
-    ));
+    out.push_str(&format!("\n<details><summary>{summary}</summary>\n"));
+    fenced(out, "", body);
+    out.push_str("\n</details>\n");
+}
+
+/// A one-line field as one line: CommonMark ends a line at LF, CR and CRLF, and a line that
+/// starts with `#`, `-`, `+`, `>`, a fence or `<tag` would be structure.
+fn one_line(text: &str) -> String {
+    text.replace("\r\n", " ").replace(['\n', '\r'], " ")
+}
+
+/// A one-line field as Markdown text that reads as written: on one line, and its characters
+/// that Markdown or HTML would read (emphasis, links, code, raw HTML, entities, a heading's
+/// closing `#`) backslash-escaped. The field never starts a line (a prefix is written before
+/// it), so the characters that mean something only there (`-`, `+`, `=`, `1.`) are left alone.
+fn inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in one_line(text).chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '&' | '|' | '~' | '!'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The longest run of backticks in a text.
@@ -160,8 +203,9 @@ fn fenced(out: &mut String, lang: &str, text: &str) {
 }
 
 /// Inline code that backticks inside cannot close (CommonMark: a longer delimiter, and a space
-/// on each side when the text starts or ends with a backtick).
+/// on each side when the text starts or ends with a backtick), on one line.
 fn code_span(text: &str) -> String {
+    let text = &one_line(text);
     if text.is_empty() {
         return "``".into();
     }
@@ -256,7 +300,19 @@ mod tests {
     use serde_json::json;
 
     fn doc(records: Vec<Value>, turns: &[Turn]) -> String {
-        let info = SessionInfo {
+        doc_of(&info(), records, turns)
+    }
+
+    fn doc_of(info: &SessionInfo, records: Vec<Value>, turns: &[Turn]) -> String {
+        render(&Transcript {
+            info,
+            records: &records,
+            turns,
+        })
+    }
+
+    fn info() -> SessionInfo {
+        SessionInfo {
             id: "sid".into(),
             project: Some("/work/p".into()),
             title: None,
@@ -269,12 +325,7 @@ mod tests {
             context_window: None,
             forked_from: None,
             metadata: None,
-        };
-        render(&Transcript {
-            info: &info,
-            records: &records,
-            turns,
-        })
+        }
     }
 
     fn turn() -> Turn {
@@ -335,7 +386,9 @@ mod tests {
             "text as it is"
         );
         assert!(md.contains("\n### Assistant · T2\n"));
-        assert!(md.contains("<details><summary>Thinking</summary>\n\nlet me think\n\n</details>"));
+        assert!(md.contains(
+            "<details><summary>Thinking</summary>\n\n```\nlet me think\n```\n\n</details>"
+        ));
         assert!(md.contains("Sure:\n```sh\nls\n```\n"));
         assert!(md.contains(
             "**Tool call** `Bash` (`t1`)\n\n````json\n{\n  \"command\": \"echo ```\"\n}\n````\n"
@@ -345,10 +398,181 @@ mod tests {
         );
         assert!(md.contains("\n_[image: image/png, 6 bytes]_\n"));
         assert!(md.contains("\n_summary (x)_\n"));
-        assert!(md.contains("\n_progress (hook_progress)_\n"));
+        assert!(md.contains("\n_progress (hook\\_progress)_\n"));
         // the turn heading comes before the turn's first message, after the event before it
         let turn_at = md.find("## Turn 1").unwrap();
         assert!(md.find("_summary (x)_").unwrap() < turn_at);
         assert!(turn_at < md.find("### User").unwrap());
+    }
+
+    /// The lines a CommonMark reader sees as structure: each line outside fenced code blocks
+    /// (the fences this export writes start at the line's start), and the text of every fence.
+    fn outside_fences(md: &str) -> (Vec<&str>, Vec<String>) {
+        let mut lines = Vec::new();
+        let mut fences = Vec::new();
+        let mut open: Option<(usize, Vec<&str>)> = None;
+        for line in md.lines() {
+            let ticks = line.chars().take_while(|&c| c == '`').count();
+            match &mut open {
+                Some((n, body)) => {
+                    if ticks >= *n && line.trim_end().len() == ticks {
+                        fences.push(body.join("\n"));
+                        open = None;
+                    } else {
+                        body.push(line);
+                    }
+                }
+                None if ticks >= 3 => open = Some((ticks, Vec::new())),
+                None => lines.push(line),
+            }
+        }
+        assert!(open.is_none(), "a fence left open: the rest is code:\n{md}");
+        (lines, fences)
+    }
+
+    /// The payloads of finding 12: a line break that would start a heading or a list item, and
+    /// Markdown and HTML that would be read as structure.
+    const BREAK: &str = " x\n# Injected heading\n- injected item\r\n## Turn 99\r+ item";
+
+    #[test]
+    fn a_line_break_in_a_one_line_field_starts_no_heading_or_list_item() {
+        let mut i = info();
+        i.id = format!("sid{BREAK}");
+        i.title = Some(format!("Title{BREAK} #"));
+        i.project = Some(format!("/p{BREAK} *bold* [link](u) <b>"));
+        i.model = Some(format!("m{BREAK}"));
+        let md = doc_of(
+            &i,
+            vec![
+                json!({"uuid": "a", "seq": 0, "timestamp": "T1", "message": {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": format!("t1{BREAK}"), "name": format!("Bash{BREAK}"), "input": {}},
+                    {"type": "image", "source": {"type": "base64", "media_type": format!("image/png{BREAK}"), "data": "AAAA"}},
+                    {"type": format!("odd{BREAK}")}]}}),
+                json!({"uuid": "b", "seq": 1, "timestamp": "T2", "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": format!("t1{BREAK}"), "content": "ok"}]}}),
+                json!({"uuid": "c", "seq": 2, "type": format!("system{BREAK}"), "subtype": format!("sub{BREAK}")}),
+                json!({"uuid": "d", "seq": 3, "type": "event", "name": format!("my_event{BREAK}"), "data": {}}),
+            ],
+            &[],
+        );
+        let (lines, _) = outside_fences(&md);
+        let headings: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with('#'))
+            .collect();
+        assert_eq!(
+            headings.len(),
+            3,
+            "the title and two messages only: {headings:?}\n{md}"
+        );
+        for l in &lines {
+            assert!(
+                !l.contains("Injected")
+                    || l.starts_with("# ")
+                    || l.starts_with("- ")
+                    || l.starts_with("**")
+                    || l.starts_with('_'),
+                "a field's line break made a line of its own: {l:?}\n{md}"
+            );
+            for start in ["- injected", "+ item", "## Turn 99"] {
+                assert!(!l.starts_with(start), "{l:?}\n{md}");
+            }
+            assert!(!l.contains('\r'), "a CR is a line break in Markdown: {l:?}");
+        }
+        assert!(
+            lines.iter().all(|l| !l.starts_with("- ")
+                || ["- Session: ", "- Project: ", "- Model: ", "- Created: "]
+                    .iter()
+                    .any(|p| l.starts_with(p))),
+            "{md}"
+        );
+        // what stays on its line reads as written: metacharacters escaped, code spans whole
+        assert!(
+            md.starts_with(
+                "# Title x \\# Injected heading - injected item \\#\\# Turn 99 + item \\#\n"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("- Project: /p x \\# Injected heading - injected item \\#\\# Turn 99 + item \\*bold\\* \\[link\\](u) \\<b\\>\n"), "{md}");
+        assert!(
+            md.contains(
+                "- Session: `sid x # Injected heading - injected item ## Turn 99 + item`\n"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("**Tool call** `Bash x # Injected"), "{md}");
+        assert!(
+            md.contains("\n_[image: image/png x \\# Injected heading"),
+            "{md}"
+        );
+        assert!(md.contains("\n_my\\_event x \\# Injected heading"), "{md}");
+    }
+
+    #[test]
+    fn a_fold_holds_whatever_its_text_says() {
+        let payloads = [
+            "a\n</details>\n# outside the fold",
+            "a </DETAILS > b\n\n<details><summary>fake</summary>",
+            "```\n</details>\n```",
+            "````` and ``` runs\n</details >",
+            "<!-- an unclosed comment",
+        ];
+        let records: Vec<Value> = payloads
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                [
+                    json!({"uuid": format!("t{i}"), "seq": i * 2, "timestamp": "T", "message": {"role": "assistant", "content": [{"type": "thinking", "thinking": p, "signature": "s"}]}}),
+                    json!({"uuid": format!("c{i}"), "seq": i * 2 + 1, "type": "compaction", "compaction": {"summary": p}}),
+                ]
+            })
+            .collect();
+        let md = doc(records, &[]);
+        let (lines, fences) = outside_fences(&md);
+        // every fold opens and closes on lines of its own, with the text in a fence between
+        let opens = lines.iter().filter(|l| l.starts_with("<details>")).count();
+        let closes = lines.iter().filter(|l| **l == "</details>").count();
+        assert_eq!(
+            (opens, closes),
+            (payloads.len() * 2, payloads.len() * 2),
+            "{md}"
+        );
+        for l in &lines {
+            assert!(
+                !l.to_ascii_lowercase().contains("details")
+                    || *l == "</details>"
+                    || l.starts_with("<details><summary>"),
+                "the text's HTML outside its fence: {l:?}\n{md}"
+            );
+            assert!(!l.starts_with("# outside"), "{md}");
+        }
+        for p in payloads {
+            assert_eq!(
+                fences.iter().filter(|f| f.as_str() == p).count(),
+                2,
+                "{p:?} whole in the fences of its thinking and summary:\n{md}"
+            );
+        }
+    }
+
+    #[test]
+    fn tool_fences_outlast_the_backticks_of_any_content() {
+        let text = "``` closes?\n````\n`````` six";
+        let md = doc(
+            vec![
+                json!({"uuid": "a", "seq": 0, "timestamp": "T", "message": {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": text}}]}}),
+                json!({"uuid": "b", "seq": 1, "timestamp": "T", "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": text}]}}),
+            ],
+            &[],
+        );
+        let (_, fences) = outside_fences(&md);
+        assert!(fences.iter().any(|f| f == text), "{md}");
+        assert!(
+            md.contains("\n```````\n``` closes?"),
+            "a fence of seven: {md}"
+        );
     }
 }

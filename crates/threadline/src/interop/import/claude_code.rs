@@ -10,12 +10,12 @@
 //! a session `<session>/sidechain-<n>` the same way.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::files::Found;
-use super::lines::{json_lines, JsonLine};
+use super::lines::JsonLine;
 use super::{
     derived_uuid, display, imported_from, mark_filled, rewind_record, Format, ImportOptions,
     Incoming, Line, Read,
@@ -26,19 +26,26 @@ use crate::model::options::SessionOptions;
 pub(crate) struct Reader {
     /// (parent session's store id, agent id) -> the tool call that spawned the agent
     spawned_by: HashMap<(String, String), String>,
+    /// the folder a subagent's `.meta.json` must be in to be read
+    root: PathBuf,
 }
 
 impl Reader {
-    pub fn new() -> Reader {
+    pub fn new(root: PathBuf) -> Reader {
         Reader {
             spawned_by: HashMap::new(),
+            root,
         }
     }
 
-    pub fn read(&mut self, f: &Found, text: &str, options: &ImportOptions) -> Result<Read> {
+    pub fn read(
+        &mut self,
+        f: &Found,
+        lines: Vec<JsonLine>,
+        options: &ImportOptions,
+    ) -> Result<Read> {
         let file = display(&f.path);
         let mut read = Read::default();
-        let lines = json_lines(&file, text, &mut read.skipped);
         let place = Place::of(&f.path);
         for l in &lines {
             self.note_spawn(&place.id, &l.value);
@@ -82,7 +89,7 @@ impl Reader {
             .into_iter()
             .map(|l| Line {
                 line: Some(l.number),
-                record: with_id(&place.id, l.text, l.nth, l.value),
+                record: with_id(&place.id, &l.text, l.nth, l.value),
             })
             .collect();
         let records = with_rewinds(&place.id, records);
@@ -148,7 +155,7 @@ impl Reader {
         if let Some(call) = call {
             m.insert("parentToolUseId".into(), Value::String(call));
         }
-        if let Some(described) = agent_meta(path) {
+        if let Some(described) = agent_meta(path, &self.root) {
             m.insert("agent".into(), described);
         }
     }
@@ -258,9 +265,11 @@ fn result_call_id(r: &Map<String, Value>) -> Option<&str> {
         .as_str()
 }
 
-fn agent_meta(path: &Path) -> Option<Value> {
-    let meta = path.with_extension("meta.json");
-    let text = std::fs::read_to_string(meta).ok()?;
+/// The subagent's `.meta.json`, when it is a file the import may read (not a FIFO, not a link out
+/// of the folder) and JSON.
+fn agent_meta(path: &Path, root: &Path) -> Option<Value> {
+    let meta = super::files::check(&path.with_extension("meta.json"), root).ok()?;
+    let text = super::files::read_text(&meta).ok()?;
     serde_json::from_str(&text).ok()
 }
 

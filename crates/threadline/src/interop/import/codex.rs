@@ -11,16 +11,15 @@
 use serde_json::{json, Map, Value};
 
 use super::files::Found;
-use super::lines::{json_lines, JsonLine};
+use super::lines::JsonLine;
 use super::{derived_uuid, display, imported_from, Format, ImportOptions, Incoming, Line, Read};
 use crate::error::Result;
 use crate::model::convert::from_openai_responses;
 use crate::model::options::SessionOptions;
 
-pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Read> {
+pub(crate) fn read(f: &Found, lines: Vec<JsonLine>, options: &ImportOptions) -> Result<Read> {
     let file = display(&f.path);
     let mut read = Read::default();
-    let lines = json_lines(&file, text, &mut read.skipped);
     let meta = lines
         .iter()
         .find_map(|l| match l.value.get("type").and_then(Value::as_str) {
@@ -262,6 +261,7 @@ fn id_from_name(path: &std::path::Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::lines::json_lines;
     use super::*;
 
     // Lines in the shape Codex 0.4x writes (written here, shortened; the real rollouts are in
@@ -281,11 +281,16 @@ mod tests {
 
     #[test]
     fn a_rollout_becomes_messages_events_token_state_and_a_compaction() {
-        let f = Found {
-            path: "rollout-2025-10-01T10-00-00-0199a000-0000-7000-8000-000000000001.jsonl".into(),
-            bytes: ROLLOUT.len() as u64,
+        let f = Found::named(
+            "rollout-2025-10-01T10-00-00-0199a000-0000-7000-8000-000000000001.jsonl".as_ref(),
+        );
+        let lines = || {
+            let mut skipped = Vec::new();
+            let lines = json_lines("rollout", ROLLOUT.as_bytes(), &mut skipped).unwrap();
+            assert!(skipped.is_empty());
+            lines.lines
         };
-        let read = read(&f, ROLLOUT, &ImportOptions::default()).unwrap();
+        let read = read(&f, lines(), &ImportOptions::default()).unwrap();
         assert!(read.skipped.is_empty());
         let s = &read.sessions[0];
         assert_eq!(s.id, "0199a000-0000-7000-8000-000000000001");
@@ -331,7 +336,7 @@ mod tests {
             "The user listed the files."
         );
         // ids are derived from the lines: the same on a second read, all distinct
-        let again = super::read(&f, ROLLOUT, &ImportOptions::default()).unwrap();
+        let again = super::read(&f, lines(), &ImportOptions::default()).unwrap();
         let ids = |r: &Read| -> Vec<Value> {
             r.sessions[0]
                 .records

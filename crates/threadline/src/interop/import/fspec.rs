@@ -21,11 +21,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::files::{read_text, Found};
-use super::lines::json_lines;
+use super::files::{check, read_bytes, read_text, Found};
+use super::lines::JsonLine;
 use super::{
-    derived_uuid, display, imported_from, mark_filled, Format, ImportOptions, Incoming, Line, Read,
-    SkippedLine,
+    derived_uuid, display, imported_from, mark_filled, unread, Format, ImportOptions, Incoming,
+    Line, Read, SkippedLine,
 };
 use crate::error::Result;
 use crate::model::options::SessionOptions;
@@ -40,35 +40,60 @@ type Stored = HashMap<String, (u64, Map<String, Value>)>;
 pub(crate) struct Reader {
     /// data directory -> message id -> (line, stored message)
     messages: HashMap<PathBuf, Stored>,
+    /// the folder the messages file and blobs must be in to be read
+    root: PathBuf,
 }
 
 impl Reader {
-    pub fn new() -> Reader {
+    pub fn new(root: PathBuf) -> Reader {
         Reader {
             messages: HashMap::new(),
+            root,
         }
     }
 
-    pub fn read(&mut self, f: &Found, text: &str, options: &ImportOptions) -> Result<Read> {
+    pub fn read(&mut self, f: &Found, options: &ImportOptions) -> Result<Read> {
         let mut read = Read::default();
         let data = data_dir(&f.path);
         if is_messages_file(&f.path) {
-            let index = index(&display(&f.path), text, &mut read.skipped);
-            self.messages.insert(data, index);
-            return Ok(read);
+            return match messages(f, &mut read.skipped) {
+                Ok(index) => {
+                    self.messages.insert(data, index);
+                    Ok(read)
+                }
+                Err(reason) => {
+                    // read once: its manifests find no messages rather than try again
+                    self.messages.insert(data, Stored::new());
+                    unread(f, reason)
+                }
+            };
         }
         if !self.messages.contains_key(&data) {
+            // a manifest read without its data directory's messages file in the walk
             let path = data.join("messages").join("messages.jsonl");
-            let text = if path.is_file() {
-                read_text(&path)?
+            let index = if path.symlink_metadata().is_err() {
+                Stored::new()
             } else {
-                String::new()
+                match check(&path, &self.root).and_then(|m| messages(&m, &mut read.skipped)) {
+                    Ok(index) => index,
+                    Err(reason) => {
+                        read.skipped.push(SkippedLine {
+                            file: display(&path),
+                            line: None,
+                            reason,
+                        });
+                        Stored::new()
+                    }
+                }
             };
-            let index = index(&display(&path), &text, &mut read.skipped);
             self.messages.insert(data.clone(), index);
         }
+        let text = match read_text(f) {
+            Ok(text) => text,
+            Err(reason) => return unread(f, reason),
+        };
         let file = display(&f.path);
-        let manifest = match crate::model::json::parse(text) {
+        let manifest = match crate::model::json::parse(&text) {
             Ok(Value::Object(m)) if m.get("id").is_some_and(Value::is_string) => m,
             Ok(_) => {
                 read.skipped.push(SkippedLine {
@@ -92,6 +117,7 @@ impl Reader {
             manifest: &manifest,
             messages,
             blobs: &data.join("blobs"),
+            root: &self.root,
             file: &file,
         };
         let incoming = session.incoming(options, &mut read.skipped);
@@ -112,10 +138,20 @@ fn data_dir(path: &Path) -> PathBuf {
         .unwrap_or_default()
 }
 
-/// The stored messages of a messages file by id.
-fn index(file: &str, text: &str, skipped: &mut Vec<SkippedLine>) -> Stored {
+/// The stored messages of a messages file by id; `Err` says why the file was not read.
+fn messages(f: &Found, skipped: &mut Vec<SkippedLine>) -> std::result::Result<Stored, String> {
+    let mut bad = Vec::new();
+    let lines = super::lines::read(f, &mut bad)?;
+    if lines.foreign() {
+        return Err("not an fspec messages file: no line is a JSON object".into());
+    }
+    skipped.append(&mut bad);
+    Ok(index(&display(&f.path), lines.lines, skipped))
+}
+
+fn index(file: &str, lines: Vec<JsonLine>, skipped: &mut Vec<SkippedLine>) -> Stored {
     let mut out = HashMap::new();
-    for l in json_lines(file, text, skipped) {
+    for l in lines {
         match l.value.get("id").and_then(Value::as_str) {
             Some(id) => {
                 out.insert(id.to_string(), (l.number, l.value));
@@ -135,6 +171,7 @@ struct Session<'a> {
     manifest: &'a Map<String, Value>,
     messages: &'a Stored,
     blobs: &'a Path,
+    root: &'a Path,
     file: &'a str,
 }
 
@@ -344,7 +381,9 @@ impl Session<'_> {
         if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
-        let bytes = std::fs::read(self.blobs.join(&hash[..2]).join(hash)).ok()?;
+        // a FIFO, a device or a link out of the data directory is a missing blob
+        let found = check(&self.blobs.join(&hash[..2]).join(hash), self.root).ok()?;
+        let bytes = read_bytes(&found).ok()?;
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 }

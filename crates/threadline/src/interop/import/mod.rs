@@ -92,7 +92,8 @@ pub struct ImportReport {
     pub records: u64,
     /// of them, records the store did not have
     pub new_records: u64,
-    /// lines not imported, with the reason
+    /// lines not imported, with the reason; also files not read (no `line`): a FIFO, a device, a
+    /// link that is dangling, loops, leads out of the folder or to a folder, a binary file
     pub skipped: Vec<SkippedLine>,
     /// records kept as events (not messages), counted by their type, unknown types included
     pub events: BTreeMap<String, u64>,
@@ -150,19 +151,22 @@ pub struct Importer {
 
 impl Importer {
     pub fn new(format: Format, path: &Path, options: ImportOptions) -> Result<Importer> {
-        let files = files::find(format, path).map_err(|e| e.during("import"))?;
+        let walk = files::find(format, path).map_err(|e| e.during("import"))?;
         let at = Progress {
-            total_files: files.len() as u64,
-            total_bytes: files.iter().map(|f| f.bytes).sum(),
+            total_files: walk.files.len() as u64,
+            total_bytes: walk.files.iter().map(|f| f.bytes).sum(),
             ..Progress::default()
         };
         Ok(Importer {
-            files,
+            files: walk.files,
             next: 0,
-            reader: Reader::new(format),
+            reader: Reader::new(format, walk.side_root),
             options,
             at,
-            report: ImportReport::default(),
+            report: ImportReport {
+                skipped: walk.skipped,
+                ..ImportReport::default()
+            },
         })
     }
 
@@ -206,24 +210,79 @@ enum Reader {
 }
 
 impl Reader {
-    fn new(format: Format) -> Reader {
+    /// `root`: the folder side files (a subagent's `.meta.json`, fspec's blobs) must be in.
+    fn new(format: Format, root: std::path::PathBuf) -> Reader {
         match format {
-            Format::ClaudeCode => Reader::ClaudeCode(claude_code::Reader::new()),
+            Format::ClaudeCode => Reader::ClaudeCode(claude_code::Reader::new(root)),
             Format::Codex => Reader::Codex,
             Format::Pi => Reader::Pi,
-            Format::Fspec => Reader::Fspec(fspec::Reader::new()),
+            Format::Fspec => Reader::Fspec(fspec::Reader::new(root)),
+        }
+    }
+
+    fn format(&self) -> Format {
+        match self {
+            Reader::ClaudeCode(_) => Format::ClaudeCode,
+            Reader::Codex => Format::Codex,
+            Reader::Pi => Format::Pi,
+            Reader::Fspec(_) => Format::Fspec,
         }
     }
 
     fn read(&mut self, f: &files::Found, options: &ImportOptions) -> Result<Read> {
-        let text = files::read_text(&f.path)?;
-        match self {
-            Reader::ClaudeCode(r) => r.read(f, &text, options),
-            Reader::Codex => codex::read(f, &text, options),
-            Reader::Pi => pi::read(f, &text, options),
-            Reader::Fspec(r) => r.read(f, &text, options),
+        if let Reader::Fspec(r) = self {
+            return r.read(f, options);
+        }
+        let mut bad = Vec::new();
+        let lines = match lines::read(f, &mut bad) {
+            Ok(lines) => lines,
+            Err(reason) => return unread(f, reason),
+        };
+        // One entry for a file that is not JSONL at all, rather than one per line of it, and
+        // no session made of it.
+        if lines.foreign() {
+            let reason = format!(
+                "not a {} session file: no line is a JSON object",
+                self.format().as_str()
+            );
+            return Ok(Read::skipped(f, reason));
+        }
+        let mut read = match self {
+            Reader::ClaudeCode(r) => r.read(f, lines.lines, options),
+            Reader::Codex => codex::read(f, lines.lines, options),
+            Reader::Pi => pi::read(f, lines.lines, options),
+            Reader::Fspec(_) => Ok(Read::default()),
+        }?;
+        bad.append(&mut read.skipped);
+        read.skipped = bad;
+        Ok(read)
+    }
+}
+
+impl Read {
+    /// A file not read, and why.
+    fn skipped(f: &files::Found, reason: String) -> Read {
+        Read {
+            sessions: Vec::new(),
+            skipped: vec![SkippedLine {
+                file: display(&f.path),
+                line: None,
+                reason,
+            }],
         }
     }
+}
+
+/// A file that could not be opened or read: skipped and reported when a walk found it, an error
+/// when it is the path the import was given.
+pub(crate) fn unread(f: &files::Found, reason: String) -> Result<Read> {
+    if f.explicit {
+        return Err(Error::InvalidInput(format!(
+            "source.path: cannot read '{}': {reason}",
+            f.path.display()
+        )));
+    }
+    Ok(Read::skipped(f, reason))
 }
 
 /// Writes one incoming session: created if the store lacks it, then its records, those already

@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use serde_json::{json, Map, Value};
 
 use super::files::Found;
-use super::lines::{json_lines, JsonLine};
+use super::lines::JsonLine;
 use super::{
     derived_uuid, display, imported_from, mark_filled, rewind_record, Format, ImportOptions,
     Incoming, Line, Read,
@@ -29,10 +29,9 @@ use super::{
 use crate::error::Result;
 use crate::model::options::SessionOptions;
 
-pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Read> {
+pub(crate) fn read(f: &Found, lines: Vec<JsonLine>, options: &ImportOptions) -> Result<Read> {
     let file = display(&f.path);
     let mut read = Read::default();
-    let lines = json_lines(&file, text, &mut read.skipped);
     let header = lines
         .iter()
         .find(|l| l.value.get("type").and_then(Value::as_str) == Some("session"))
@@ -54,7 +53,7 @@ pub(crate) fn read(f: &Found, text: &str, options: &ImportOptions) -> Result<Rea
             Some(own) if l.value.get("type").and_then(Value::as_str) != Some("session") => {
                 own.to_string()
             }
-            _ => derived_uuid(&id, l.text, l.nth),
+            _ => derived_uuid(&id, &l.text, l.nth),
         })
         .collect();
     let mut records = Vec::with_capacity(lines.len());

@@ -6,21 +6,62 @@
 //!
 //! The connection is polled inline, on the caller's thread, while a call waits (as the
 //! `postgres` crate does): no thread of its own, and nothing runs between calls.
+//!
+//! Every wait is bounded: the connection (TCP, TLS, startup and authentication together) by the
+//! config's `connect_timeout`, each call by `wait`. A server that stops answering (frozen,
+//! partitioned, overloaded) makes the call fail once its time is up, and the connection is
+//! closed then: its protocol state is unknown, so nothing is ever waited on it again (`Pg` in
+//! db.rs makes a new one at the next call).
 
 use std::future::{self, Future};
 use std::pin::{pin, Pin};
 use std::task::Poll;
+use std::time::Duration;
 
 use futures_util::future::{join, join_all};
 use futures_util::{Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::runtime::Runtime;
+use tokio_postgres::config::Host;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Config, Error, Row, Socket, Statement, ToStatement};
 
 use super::error::mapped;
 use crate::error::Result as StoreResult;
+
+/// How long a connection and a call wait when nothing says (the tests' own clients).
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// A call's failure: the server's or the connection's error, or no answer in time.
+#[derive(Debug)]
+pub(crate) enum PgError {
+    Pg(Error),
+    /// No answer within `after` to what `what` names; the connection was closed.
+    TimedOut {
+        what: String,
+        after: Duration,
+    },
+}
+
+impl From<Error> for PgError {
+    fn from(e: Error) -> Self {
+        PgError::Pg(e)
+    }
+}
+
+impl std::fmt::Display for PgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PgError::Pg(e) => e.fmt(f),
+            PgError::TimedOut { what, after } => write!(
+                f,
+                "no answer from the server within {} ms to {what}",
+                after.as_millis()
+            ),
+        }
+    }
+}
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
@@ -31,10 +72,14 @@ pub(crate) struct PgClient {
     runtime: Runtime,
     connection: Messages,
     client: tokio_postgres::Client,
+    /// how long a call waits for the server's answer
+    wait: Duration,
 }
 
 impl PgClient {
-    /// Opens a connection as `config` says, with `tls` when it asks for TLS.
+    /// Opens a connection as `config` says, with `tls` when it asks for TLS, within the
+    /// config's `connect_timeout` (the whole of it: name lookup, TCP, TLS, startup and
+    /// authentication; STORE_BUSY when it runs out).
     pub fn connect<T>(config: &Config, tls: T) -> StoreResult<PgClient>
     where
         T: MakeTlsConnect<Socket> + 'static + Send,
@@ -46,56 +91,126 @@ impl PgClient {
             .enable_all()
             .build()
             .map_err(|e| crate::error::Error::StoreIo(format!("PostgreSQL: no runtime: {e}")))?;
-        let (client, connection) = runtime.block_on(config.connect(tls)).map_err(mapped)?;
+        let deadline = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(DEFAULT_WAIT);
+        // tokio-postgres bounds only the TCP connection with it: the bound here is the whole,
+        // and it must be the one that runs out.
+        let mut inner = config.clone();
+        inner.connect_timeout(deadline + Duration::from_secs(1));
+        let connected =
+            runtime.block_on(async { tokio::time::timeout(deadline, inner.connect(tls)).await });
+        let (client, connection) = match connected {
+            Ok(Ok(c)) => c,
+            failed => {
+                // A name lookup still running on the runtime's blocking pool is not waited for.
+                runtime.shutdown_background();
+                return Err(match failed {
+                    Ok(Err(e)) => mapped(e),
+                    _ => crate::error::Error::StoreBusy(format!(
+                        "PostgreSQL: no answer from {} within {} ms while connecting (TCP, TLS handshake, startup and authentication)",
+                        server(config),
+                        deadline.as_millis()
+                    )),
+                });
+            }
+        };
         Ok(PgClient {
             runtime,
             connection: Box::pin(messages(connection)),
             client,
+            wait: deadline,
         })
     }
 
-    pub fn prepare(&mut self, sql: &str) -> Result<Statement, Error> {
-        let f = self.client.prepare(sql);
-        drive(&self.runtime, &mut self.connection, f)
+    /// How long each call waits for the server's answer from now on.
+    pub fn set_wait(&mut self, wait: Duration) {
+        self.wait = wait;
     }
 
-    pub fn execute<T: ?Sized + ToStatement>(&mut self, q: &T, p: Params<'_>) -> Result<u64, Error> {
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    pub fn prepare(&mut self, sql: &str) -> Result<Statement, PgError> {
+        let f = self.client.prepare(sql);
+        drive(
+            &self.runtime,
+            &mut self.connection,
+            self.wait,
+            &|| shown(sql),
+            f,
+        )
+    }
+
+    pub fn execute<T: ?Sized + ToStatement>(
+        &mut self,
+        q: &T,
+        p: Params<'_>,
+    ) -> Result<u64, PgError> {
         let f = self.client.execute(q, p);
-        drive(&self.runtime, &mut self.connection, f)
+        drive(
+            &self.runtime,
+            &mut self.connection,
+            self.wait,
+            &a_statement,
+            f,
+        )
     }
 
     pub fn query<T: ?Sized + ToStatement>(
         &mut self,
         q: &T,
         p: Params<'_>,
-    ) -> Result<Vec<Row>, Error> {
+    ) -> Result<Vec<Row>, PgError> {
         let f = self.client.query(q, p);
-        drive(&self.runtime, &mut self.connection, f)
+        drive(
+            &self.runtime,
+            &mut self.connection,
+            self.wait,
+            &a_statement,
+            f,
+        )
     }
 
     pub fn query_one<T: ?Sized + ToStatement>(
         &mut self,
         q: &T,
         p: Params<'_>,
-    ) -> Result<Row, Error> {
+    ) -> Result<Row, PgError> {
         let f = self.client.query_one(q, p);
-        drive(&self.runtime, &mut self.connection, f)
+        drive(
+            &self.runtime,
+            &mut self.connection,
+            self.wait,
+            &a_statement,
+            f,
+        )
     }
 
-    pub fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
+    pub fn batch_execute(&mut self, sql: &str) -> Result<(), PgError> {
         let f = self.client.batch_execute(sql);
-        drive(&self.runtime, &mut self.connection, f)
+        drive(
+            &self.runtime,
+            &mut self.connection,
+            self.wait,
+            &|| shown(sql),
+            f,
+        )
     }
 
     /// Sends every statement of `first` and then `last`, in order, before reading any answer:
     /// one round trip. Returns `last`'s rows and the rows it changed; the first failure among
     /// them is the error (in a transaction a statement after a failed one fails too, so the
     /// first says why).
+    /// `what` names `last` in a message saying it got no answer.
     pub fn pipeline(
         &mut self,
         first: &[(&Statement, Params<'_>)],
         last: (&Statement, Params<'_>),
-    ) -> Result<(Vec<Row>, u64), Error> {
+        what: &str,
+    ) -> Result<(Vec<Row>, u64), PgError> {
         let c = &self.client;
         let sent = async move {
             let ahead = join_all(first.iter().map(|(s, p)| c.execute(*s, p)));
@@ -115,7 +230,13 @@ impl PgClient {
             }
             answer
         };
-        drive(&self.runtime, &mut self.connection, sent)
+        drive(
+            &self.runtime,
+            &mut self.connection,
+            self.wait,
+            &|| shown(what),
+            sent,
+        )
     }
 
     /// Whether the connection is gone (the server closed it, or it failed).
@@ -124,43 +245,96 @@ impl PgClient {
     }
 
     /// Ends the session with the server (a Terminate message) and waits for the connection to
-    /// close.
+    /// close, at most `wait`: a server that does not answer is left (the socket closed).
     pub fn close(self) -> Result<(), Error> {
         let PgClient {
             runtime,
             mut connection,
             client,
+            wait,
         } = self;
         drop(client);
-        runtime.block_on(future::poll_fn(|cx| loop {
-            match connection.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(_))) => continue,
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
-                Poll::Ready(None) => return Poll::Ready(Ok(())),
-                Poll::Pending => return Poll::Pending,
-            }
-        }))
+        let closed = runtime.block_on(async {
+            tokio::time::timeout(
+                wait,
+                future::poll_fn(|cx| loop {
+                    match connection.as_mut().poll_next(cx) {
+                        Poll::Ready(Some(Ok(_))) => continue,
+                        Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                        Poll::Ready(None) => return Poll::Ready(Ok(())),
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }),
+            )
+            .await
+        });
+        closed.unwrap_or(Ok(()))
     }
 }
 
-/// Runs `future` to its end, polling the connection meanwhile. A connection that fails first
-/// fails the call; one that ends fails it through the client (closed).
+/// Where `config` connects, for messages (never its user or password).
+fn server(config: &Config) -> String {
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    match (config.get_hostaddrs().first(), config.get_hosts().first()) {
+        (Some(addr), _) => format!("{addr} port {port}"),
+        (None, Some(Host::Tcp(h))) => format!("{h} port {port}"),
+        #[cfg(unix)]
+        (None, Some(Host::Unix(dir))) => format!("the socket in {} port {port}", dir.display()),
+        (None, None) => "the server".to_string(),
+    }
+}
+
+/// A statement as a message names it: its first words (its parameters are never in it).
+fn shown(sql: &str) -> String {
+    let words = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    match words.char_indices().nth(60) {
+        Some((cut, _)) => format!("`{} ...`", &words[..cut]),
+        None => format!("`{words}`"),
+    }
+}
+
+fn a_statement() -> String {
+    "a statement".to_string()
+}
+
+/// Runs `future` to its end, polling the connection meanwhile, for at most `wait`. A
+/// connection that fails first fails the call; one that ends fails it through the client
+/// (closed). When `wait` runs out the connection is closed (dropped): the client is closed
+/// from then on, and `what` says what got no answer.
 fn drive<T>(
     runtime: &Runtime,
     connection: &mut Messages,
+    wait: Duration,
+    what: &dyn Fn() -> String,
     future: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
+) -> Result<T, PgError> {
     let mut future = pin!(future);
-    runtime.block_on(future::poll_fn(|cx| {
-        loop {
-            match connection.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(_))) => continue,
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
-                Poll::Ready(None) | Poll::Pending => break,
-            }
+    let polled = runtime.block_on(async {
+        tokio::time::timeout(
+            wait,
+            future::poll_fn(|cx| {
+                loop {
+                    match connection.as_mut().poll_next(cx) {
+                        Poll::Ready(Some(Ok(_))) => continue,
+                        Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                        Poll::Ready(None) | Poll::Pending => break,
+                    }
+                }
+                future.as_mut().poll(cx)
+            }),
+        )
+        .await
+    });
+    match polled {
+        Ok(r) => r.map_err(PgError::Pg),
+        Err(_) => {
+            *connection = Box::pin(futures_util::stream::empty());
+            Err(PgError::TimedOut {
+                what: what(),
+                after: wait,
+            })
         }
-        future.as_mut().poll(cx)
-    }))
+    }
 }
 
 /// The connection as a stream of the messages it gives besides answers.

@@ -21,36 +21,55 @@ use crate::model::options::StoreOptions;
 
 pub(crate) use self::url::PgUrl;
 
-/// Whether `path` names a PostgreSQL server rather than a file.
+/// Whether `path` names a PostgreSQL server rather than a file: a `postgres://` or
+/// `postgresql://` URL, the scheme in any case.
 pub(crate) fn is_url(path: &str) -> bool {
-    path.starts_with("postgres://") || path.starts_with("postgresql://")
+    url::scheme_len(path).is_some()
 }
 
 /// Connects to the server `url` names, with its schema created or brought up to date (a
-/// readonly store only checks it). Waits on the server are bounded by `busyTimeoutMs`: the
-/// connection (unless the URL sets `connect_timeout`), and each statement and lock wait.
+/// readonly store only checks it). Every wait on the server is bounded by `busyTimeoutMs`
+/// (docs/engines.md): the connection as a whole (TCP, TLS, startup and authentication; the URL's
+/// `connect_timeout` instead when it gives one), lock waits and statements on the server
+/// (`lock_timeout`, `statement_timeout`), and each call on the client, a little longer than the
+/// server's own bound, so that a live server's timeout (which leaves the connection usable) comes
+/// first and only one that does not answer at all is cut off. TCP keepalive finds a connection
+/// the network lost while it was idle.
 pub(crate) fn connect(url: &PgUrl, options: &StoreOptions) -> Result<PgClient> {
     let mut config = url.config.clone();
-    let timeout = Duration::from_millis(u64::from(options.busy_timeout_ms.max(1)));
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(timeout);
-    }
-    config.application_name("threadline");
-    let mut client = url.tls.connect(&config)?;
     let ms = options.busy_timeout_ms.max(1);
+    let busy = Duration::from_millis(u64::from(ms));
+    config.connect_timeout(url.connect_timeout.unwrap_or(busy));
+    if !url.keepalives_given {
+        config
+            .keepalives(true)
+            .keepalives_idle(busy.max(Duration::from_secs(1)))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("threadline");
+    }
+    let mut client = url.tls.connect(&config)?;
+    client.set_wait(call_wait(busy));
     client
         .batch_execute(&format!(
-            "SET lock_timeout = {ms}; SET statement_timeout = {}; SET idle_in_transaction_session_timeout = {}",
-            ms.saturating_mul(4),
+            "SET lock_timeout = {ms}; SET statement_timeout = {ms}; SET idle_in_transaction_session_timeout = {}",
             ms.saturating_mul(10).max(60_000),
         ))
         .map_err(error::mapped)?;
-    schema::prepare(&mut client, &url.schema, options.readonly)?;
+    schema::prepare(&mut client, &url.schema, options.readonly, ms)?;
     // The storage layer's statements name tables without their schema.
     client
         .batch_execute(&format!("SET search_path TO {}", url.quoted_schema()))
         .map_err(error::mapped)?;
     Ok(client)
+}
+
+/// How long a call waits for the server's answer: `busy`, and as much again up to a second, for
+/// the server's own timeout (at `busy`) to arrive first.
+pub(crate) fn call_wait(busy: Duration) -> Duration {
+    busy + busy.min(Duration::from_secs(1))
 }
 
 /// Opens the store a `postgres://` URL names: its connection, as the storage layer uses it.

@@ -139,8 +139,15 @@ pub(crate) fn store_id(client: &mut PgClient) -> Result<i64> {
     Ok(row.get(0))
 }
 
-/// Creates the schema or brings it up to date; a readonly store only checks it.
-pub(crate) fn prepare(client: &mut PgClient, schema: &str, readonly: bool) -> Result<()> {
+/// Creates the schema or brings it up to date; a readonly store only checks it. A migration
+/// rebuilds indexes, which takes a while on a large store: its statements may take 4x
+/// `busy_ms` (the connection's bound for any other).
+pub(crate) fn prepare(
+    client: &mut PgClient,
+    schema: &str,
+    readonly: bool,
+    busy_ms: u32,
+) -> Result<()> {
     let version = read_version(client, schema)?;
     check_version(schema, version)?;
     if version == Some(VERSION) {
@@ -151,10 +158,18 @@ pub(crate) fn prepare(client: &mut PgClient, schema: &str, readonly: bool) -> Re
             "PostgreSQL: schema '{schema}' holds no Threadline store (or an older one); open it once for writing"
         )));
     }
-    client.batch_execute("BEGIN").map_err(mapped)?;
+    let long = busy_ms.saturating_mul(4);
+    client
+        .batch_execute(&format!("BEGIN; SET LOCAL statement_timeout = {long}"))
+        .map_err(mapped)?;
+    let wait = client.wait();
+    client.set_wait(super::call_wait(std::time::Duration::from_millis(
+        u64::from(long),
+    )));
     let done = migrate(client, schema);
     let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
     let ended = client.batch_execute(end).map_err(mapped);
+    client.set_wait(wait);
     done.and(ended)
 }
 
