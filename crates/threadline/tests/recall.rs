@@ -398,6 +398,7 @@ fn a_call_is_refused_or_answered_for_what_it_is() {
             "{offset}: {content}"
         );
     }
+}
 
 #[test]
 fn a_search_behind_a_large_backlog_answers_in_its_time_and_says_what_it_did_not_see() {
