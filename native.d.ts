@@ -124,6 +124,11 @@ export declare class NativeStore {
   beginImportAsync(format: string, path: string, optionsJson?: string | undefined | null): Promise<NativeImporter>
   static open(path?: string | undefined | null, optionsJson?: string | undefined | null): NativeStore
   get path(): string
+  /**
+   * What the store found and handled on its own since it was last asked (a damaged or
+   * deleted append log...), as JSON `[{ kind, message }]`: the facade emits them as telemetry.
+   */
+  takeNotices(): string
   createSession(optionsJson?: string | undefined | null): NativeSession
   openSession(id: string, promptKey?: string | undefined | null): NativeSession
   openSessionAsync(id: string, promptKey?: string | undefined | null): Promise<unknown>

@@ -5,6 +5,8 @@
 //     kill:N      append N prompts back to back, then SIGKILL itself (the last batch in its log)
 //     loop        append until killed or stopped, `prefix i` each
 //     take        retry appending one `prefix` prompt until SESSION_LOCKED stops, then exit
+//     stop:N      append N prompts, stop itself (SIGSTOP) right after the last one returned, and
+//                 once continued append until killed
 // Every acknowledged append's uuid and seq is written to ackFile with one writeSync before the
 // next begins, so a kill loses no acknowledgement the test counts.
 
@@ -30,6 +32,13 @@ if (action.startsWith('kill:')) {
 } else if (action === 'loop') {
   process.stdout.write('ready\n')
   for (let i = 0; ; i++) append(`${prefix} ${i}`)
+} else if (action.startsWith('stop:')) {
+  const n = Number(action.slice(5))
+  for (let i = 0; i < n; i++) append(`${prefix} ${i}`)
+  // Stopped outside any commit, with its last batch acknowledged and not yet flushed (a batch is
+  // flushed 2 ms after it opens): as Ctrl-Z right after an append.
+  process.kill(process.pid, 'SIGSTOP')
+  for (let i = n; ; i++) append(`${prefix} ${i}`)
 } else if (action === 'take') {
   for (;;) {
     try {

@@ -150,5 +150,8 @@ fn a_session_number_is_never_given_twice() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(nums.len(), 2);
-    assert_ne!(nums[0], nums[1], "the new 'a' took the deleted one's number");
+    assert_ne!(
+        nums[0], nums[1],
+        "the new 'a' took the deleted one's number"
+    );
 }

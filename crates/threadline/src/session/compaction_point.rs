@@ -87,10 +87,10 @@ pub(crate) fn point_of(
                 crate::storage::records::seq_of(conn, num, uuid)
             })?
             .ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "compaction.firstKeptUuid: no record '{uuid}' in this session"
-            ))
-        })?,
+                Error::InvalidInput(format!(
+                    "compaction.firstKeptUuid: no record '{uuid}' in this session"
+                ))
+            })?,
         None => seq + 1,
     };
     let tokens_after = c.get("tokensAfter").and_then(Value::as_u64);

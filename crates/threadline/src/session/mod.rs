@@ -381,7 +381,9 @@ impl Session {
     ) -> Result<(State, u64)> {
         self.shared.writable()?;
         let conn = self.conn()?;
-        conn.writing(self.num, || self.write_tolerant_in(&conn, drafts, skipped, mode))
+        conn.writing(self.num, || {
+            self.write_tolerant_in(&conn, drafts, skipped, mode)
+        })
     }
 
     fn write_tolerant_in(

@@ -92,7 +92,11 @@ pub(crate) fn pay_owed(shared: &Arc<Shared>, conn: &Db) -> Result<()> {
     let out = replay(shared, &tx, &log.frames)?;
     tx.commit()?;
     if let Some(why) = log.damage.or(out.unplaced) {
-        note(shared, "log_damaged", format!("this process's append log: {why}"));
+        note(
+            shared,
+            "log_damaged",
+            format!("this process's append log: {why}"),
+        );
     }
     conn.owed_paid()
 }
@@ -244,7 +248,10 @@ pub(crate) fn see_writers(shared: &Arc<Shared>, conn: &Db) -> Result<()> {
                 note(
                     shared,
                     "log_damaged",
-                    format!("the append log {} of a live writer: {why}", l.path().display()),
+                    format!(
+                        "the append log {} of a live writer: {why}",
+                        l.path().display()
+                    ),
                 );
             }
             if let Some(epoch) = read.epoch {

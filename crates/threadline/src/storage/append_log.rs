@@ -388,7 +388,8 @@ impl LiveLog {
 fn committed(h: &[u8]) -> Option<u64> {
     let epoch = h.get(..8)?;
     let crc = u32::from_le_bytes(h.get(8..12)?.try_into().ok()?);
-    (crc32fast::hash(epoch) == crc).then(|| u64::from_le_bytes(epoch.try_into().unwrap_or_default()))
+    (crc32fast::hash(epoch) == crc)
+        .then(|| u64::from_le_bytes(epoch.try_into().unwrap_or_default()))
 }
 
 fn read(f: &mut File, path: &Path) -> Result<LogRead> {
@@ -474,14 +475,28 @@ fn damage_after(all: &[u8], at: usize, epoch: Option<u64>, committed: u64) -> Op
             "the frame at byte {at} does not check out, and a later one at byte {i} does"
         ));
     }
-    // A write of the epoch cut short: its header says so, or the cut is at a page boundary.
-    let cut_header = all
-        .get(at + 8..at + 16)
-        .map(|e| u64::from_le_bytes(e.try_into().unwrap_or_default()))
-        .is_some_and(ours);
-    let page_cut = (at..=at + HEADER).any(|i| i % TEAR == 0);
-    if cut_header || page_cut {
+    // A write of the epoch cut short by a kill: the cut is at a page boundary, or the frame's
+    // header was written and the rest of it is older bytes (a cut write over old frames). A frame
+    // that runs past the end of a file that does not end at a page boundary was cut otherwise:
+    // the file was truncated (or a full disk cut the write, which was then not acknowledged).
+    if (at..=at + HEADER).any(|i| i % TEAR == 0) {
         return None;
+    }
+    let header = all.get(at..at + HEADER);
+    let cut_header =
+        header.is_some_and(|h| ours(u64::from_le_bytes(h[8..16].try_into().unwrap_or_default())));
+    if cut_header {
+        let len = header.map_or(0, |h| {
+            u32::from_le_bytes(h[..4].try_into().unwrap_or_default())
+        });
+        let past_end = at + HEADER + len as usize > all.len();
+        if !past_end || all.len() % TEAR == 0 {
+            return None;
+        }
+        return Some(format!(
+            "it ends at byte {} inside the frame at byte {at} (cut short)",
+            all.len()
+        ));
     }
     Some(if at >= all.len() {
         format!("it ends at byte {at} without its end marker (cut short)")
@@ -553,7 +568,10 @@ mod tests {
     fn frames_come_back_until_the_end_marker_and_not_once_committed() {
         let (_dir, mut log) = log_with(&[b"one", b"two", b"three"]);
         let r = log.frames().unwrap();
-        assert_eq!(r.frames, vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]);
+        assert_eq!(
+            r.frames,
+            vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]
+        );
         assert_eq!((r.epoch, r.damage), (Some(1), None));
         // Emptied, then written over: what follows the new frames is older, and not read.
         log.clear().unwrap();
@@ -561,7 +579,10 @@ mod tests {
         let mut buf = Vec::new();
         log.write(b"four", &mut buf).unwrap();
         let r = log.frames().unwrap();
-        assert_eq!((r.frames, r.epoch, r.damage), (vec![b"four".to_vec()], Some(2), None));
+        assert_eq!(
+            (r.frames, r.epoch, r.damage),
+            (vec![b"four".to_vec()], Some(2), None)
+        );
         // A file made and never written holds nothing; a header without its first end marker is
         // a log cut short (it is made with both in one write).
         assert_eq!(parse(&[]), LogRead::default());
@@ -573,11 +594,12 @@ mod tests {
     fn a_write_cut_short_by_a_kill_is_no_damage() {
         let (_dir, log) = log_with(&[b"one", b"two"]);
         let clean = bytes(&log);
-        // The next frame's header written, its payload not (the tail of a write cut short).
+        // The next frame's header written over older bytes, its payload not (a write cut short).
         let mut torn = clean[..log.pos as usize].to_vec();
         let mut next = Vec::new();
         frame(&mut next, 1, &[7u8; 100]);
         torn.extend_from_slice(&next[..40]);
+        torn.extend_from_slice(&[0xAB; 200]);
         let r = parse(&torn);
         assert_eq!((r.frames.len(), r.damage), (2, None));
         // A long frame cut at a page boundary, its header with the rest of the first page.
@@ -612,6 +634,10 @@ mod tests {
         zeroed[second..].fill(0);
         assert!(parse(&zeroed).damage.is_some());
         assert!(parse(&clean[..second + 5]).damage.is_some());
+        assert!(
+            parse(&clean[..second + 23]).damage.is_some(),
+            "cut inside a payload"
+        );
         assert!(parse(&clean[..log.pos as usize]).damage.is_some());
         // The header zeroed, or the whole log: told, and what it holds is still given.
         let mut head_zero = clean.clone();
@@ -662,7 +688,10 @@ mod tests {
         assert!(found[0].read().unwrap().damage.is_some());
         let kept = found.pop().unwrap().keep_damaged();
         assert!(kept.exists() && !path.exists());
-        assert!(orphans(&store).is_empty(), "a damaged log is not replayed again");
+        assert!(
+            orphans(&store).is_empty(),
+            "a damaged log is not replayed again"
+        );
         assert_eq!(damaged_logs(&store), vec![kept]);
     }
 }

@@ -383,7 +383,8 @@ pub fn on_message(
         }
         // Read (and checked) before it changes: the new checksum is of the new values.
         let id = r.tool_use_id.as_str();
-        let found = conn.read_unaffected(session, Probe::Call(id), || get_raw(conn, session, id))?;
+        let found =
+            conn.read_unaffected(session, Probe::Call(id), || get_raw(conn, session, id))?;
         let Some((e, outcome)) = found else {
             continue;
         };

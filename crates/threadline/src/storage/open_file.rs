@@ -77,8 +77,7 @@ pub(crate) fn open(
                 if options.durability == Durability::Power && !options.readonly {
                     // A store that asks for an fsync per commit has it, whoever opened the file.
                     let conn = open.conn.lock().unwrap_or_else(|e| e.into_inner());
-                    conn.sqlite()?
-                        .execute_batch("PRAGMA synchronous = FULL")?;
+                    conn.sqlite()?.execute_batch("PRAGMA synchronous = FULL")?;
                 }
                 return Ok(open);
             }
