@@ -226,16 +226,24 @@ function checkFork(model, src, recs, at, win, ctx, add) {
 // none of their appends completed, held up by the stopped one (some failed with STORE_BUSY, or
 // the first went through within 100 ms of SIGCONT; not a machine too busy to run them). Returns
 // { busy, worst } over all stops: the appends of others that met STORE_BUSY, and the longest.
-// Stops that overlap a server fault are left out.
+// Stops that overlap a server fault are left out, and so are stops of a process that held
+// SQLite's write lock when it stopped (`inCommit`: stopped inside a commit, it holds the others'
+// commits up until it runs again, as any SQLite writer does; docs/recovery.md), counted in
+// `inCommit`.
 function r5(stops, timeline, serverFaults, add) {
   let busy = 0
   let worst = 0
+  let inCommit = 0
   for (const st of stops) {
     const during = timeline.filter((o) => o.w !== st.w && o.sent < st.end && o.done > st.start)
     const others = during.filter((o) => o.write && o.code !== 'SESSION_LOCKED')
     busy += others.filter((o) => o.code === 'STORE_BUSY' || o.busy > 0).length
     for (const o of others) if (o.ok) worst = Math.max(worst, Math.min(o.lat, o.done - Math.max(o.sent, st.start)))
     if (serverFaults.some((f) => f.start < st.end && (f.end === null || f.end > st.start))) continue
+    if (st.inCommit) {
+      inCommit++
+      continue
+    }
     const early = others.filter((o) => o.sent <= st.start + (st.end - st.start) / 2)
     if (st.end - st.start < 100 || !early.length || others.some((o) => o.ok && o.done <= st.end)) continue
     const b = others.filter((o) => o.code === 'STORE_BUSY' || o.busy > 0).length
@@ -244,7 +252,7 @@ function r5(stops, timeline, serverFaults, add) {
     const done = during.filter((o) => o.done <= st.end).length
     add('R5', st.i, `${st.w} stopped ${(st.end - st.start).toFixed(0)} ms: ${early.length} appends of other processes began in its first half, none completed before it ended (${b} met STORE_BUSY, the first done ${released.toFixed(0)} ms after SIGCONT; ${done} ops of any kind completed during the stop)`)
   }
-  return { busy, worst }
+  return { busy, worst, inCommit }
 }
 
 module.exports = { checkEnvelopes, checkMessages, checkNotFound, checkList, checkSearch, checkFork, r5 }

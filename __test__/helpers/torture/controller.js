@@ -181,6 +181,7 @@ class Controller {
       this.stats.faults.stop++
       this.log({ fault: 'stop', w: w.id, i: this.issued, at: now(), ms })
       w.proc.kill('SIGSTOP')
+      if (this.engine !== 'postgres') this.noteInCommit(w, w.stopped)
       setTimeout(() => this.endStop(w), ms)
     }
     if (this.engine === 'postgres' && !this.serverFault) {
@@ -189,6 +190,17 @@ class Controller {
       else if (this.rng() < r.freeze) this.serverFaulted('freeze', () => faults.freezeServer(100 + Math.floor(this.rng() * 400)))
     }
     if (this.rng() < r.proc && !this.procRead) this.procRead = this.readInProcess(this.rng() < 0.5, false).finally(() => { this.procRead = null })
+  }
+
+  // Notes whether the worker stopped holding SQLite's write lock (inside a commit), once it is
+  // stopped: such a stop holds up the others' commits until it ends, as SQLite's lock does.
+  noteInCommit(w, stop, tries = 0) {
+    if (stop.end !== null || w.dead) return
+    if (!faults.isStopped(w.proc.pid)) {
+      if (tries < 50) setTimeout(() => this.noteInCommit(w, stop, tries + 1), 1)
+      return
+    }
+    stop.inCommit = faults.holdsWriteLock(w.proc.pid, fs.realpathSync(this.paths.real))
   }
 
   endStop(w) {
@@ -302,7 +314,7 @@ async function run(opts) {
     process.removeListener('exit', cleanup)
     for (const sig of ['SIGINT', 'SIGTERM']) process.removeListener(sig, interrupted)
   }
-  const { busy, worst } = check.r5(c.stops, c.timeline, c.serverFaults, (rule, i, msg) => c.add(rule, i, msg))
+  const { busy, worst, inCommit } = check.r5(c.stops, c.timeline, c.serverFaults, (rule, i, msg) => c.add(rule, i, msg))
   if (!opts.keep) fs.rmSync(c.dir, { recursive: true, force: true })
   return {
     engine: opts.engine,
@@ -314,6 +326,7 @@ async function run(opts) {
     stats: c.stats,
     stopBusy: busy,
     worstStopLatency: worst,
+    stopsInCommit: inCommit,
     violations: c.violations,
     dir: c.dir,
   }

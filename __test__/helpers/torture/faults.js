@@ -26,6 +26,38 @@ function postgresUrls(base, schema) {
   return { real: url, variants: { real: url, 'app-name': `${url}&application_name=torture`, 'ssl-off': `${url}&sslmode=disable`, 'connect-timeout': `${url}&connect_timeout=20` } }
 }
 
+// Whether process `pid` holds SQLite's write lock on the store at `real`: a POSIX lock on byte
+// 120 of its -shm file (WAL_WRITE_LOCK), as /proc/locks lists it. A process stopped while it
+// holds it was inside a commit (docs/recovery.md: others wait for it until it runs again).
+function holdsWriteLock(pid, real) {
+  let ino
+  try {
+    ino = fs.statSync(`${real}-shm`).ino
+  } catch {
+    return false
+  }
+  let locks = ''
+  try {
+    locks = fs.readFileSync('/proc/locks', 'utf8')
+  } catch {
+    return false
+  }
+  return locks.split('\n').some((l) => {
+    const f = l.trim().split(/\s+/)
+    // "1: POSIX  ADVISORY  WRITE 1234 00:2a:5678 120 120"
+    return f[1] === 'POSIX' && f[3] === 'WRITE' && Number(f[4]) === pid && Number(f[5]?.split(':')[2]) === ino && f[6] === '120'
+  })
+}
+
+// Whether process `pid` is stopped (state T).
+function isStopped(pid) {
+  try {
+    return /^\d+ \(.*\) [Tt] /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return false
+  }
+}
+
 function restartServer() {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [POSTGRES, 'restart'], { stdio: ['ignore', 'ignore', 'pipe'] })
@@ -67,4 +99,4 @@ function freezeServer(ms) {
   }, ms))
 }
 
-module.exports = { sqlitePaths, postgresUrls, restartServer, freezeServer }
+module.exports = { sqlitePaths, postgresUrls, restartServer, freezeServer, holdsWriteLock, isStopped }
