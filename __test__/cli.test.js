@@ -211,7 +211,7 @@ test('import: a FIFO, a link to /dev/zero, a dangling link and a link to / are l
   fs.symlinkSync('/dev/zero', path.join(src, 'zero.jsonl'))
   fs.symlinkSync('nowhere.jsonl', path.join(src, 'dangling.jsonl'))
   fs.symlinkSync('/', path.join(src, 'root'))
-  const store = path.join(dir, 'hostile.db')
+  const store = path.join(dir, 'hostile-import.db')
   // a time limit: the FIFO hung the import before
   const env = { ...process.env }
   delete env.FORCE_COLOR

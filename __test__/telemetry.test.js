@@ -348,6 +348,9 @@ describe('THREADLINE_TELEMETRY=console', () => {
       process.kill(process.pid, 'SIGKILL')
     `], { encoding: 'utf8' })
     assert.equal(killed.signal, 'SIGKILL')
+    // The killed writer's log is replayed first: a read while another process holds the write
+    // lock would wait for it to replay what the writer acknowledged (docs/recovery.md).
+    lib.Store.open(file).close()
     const release = await holdWriteLock(file)
     let r
     try {

@@ -116,12 +116,12 @@ ALTER TABLE sessions ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
     // so a record acknowledged for a deleted session (in a dead process's append log) can never
     // be replayed into a new one that took its id.
     r#"
-CREATE TABLE deleted_sessions(
+CREATE TABLE IF NOT EXISTS deleted_sessions(
   num INTEGER PRIMARY KEY,
   id TEXT NOT NULL,
   deleted_ms INTEGER NOT NULL
 );
-CREATE INDEX deleted_sessions_id ON deleted_sessions(id);
+CREATE INDEX IF NOT EXISTS deleted_sessions_id ON deleted_sessions(id);
 "#,
 ];
 
