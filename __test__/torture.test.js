@@ -3,7 +3,7 @@
 // processes append, stream, fork, rewind, delete and re-create sessions on one store, reached
 // through its real path, symlinks and a relative path, while they are SIGKILLed and SIGSTOPped
 // at random (and, on PostgreSQL, the server is restarted and frozen); readers of every kind read
-// meanwhile, and a final read in fresh processes ends each run. The checker compares every read
+// meanwhile (on SQLite the disk fills up now and then), and a final read in fresh processes ends each run. The checker compares every read
 // with what the writers were told (__test__/helpers/torture/). 2,000 ops per run, per engine: a
 // fixed seed and a random one (THREADLINE_TORTURE_SEED repeats it). Any violation fails.
 // First, the checker on a made-up history: it reports each rule it enforces.
@@ -12,6 +12,7 @@ const { test } = require('node:test')
 const assert = require('node:assert/strict')
 
 const { run } = require('./helpers/torture/controller')
+const { canFill } = require('./helpers/torture/faults')
 const { damage } = require('./helpers/torture/damage')
 const { summaryLine, violationLines, byRule } = require('./helpers/torture/report')
 const { Model } = require('./helpers/torture/model')
@@ -21,7 +22,7 @@ const { tag } = require('./helpers/torture/content')
 const OPS = 2000
 const FIXED = 230
 const RANDOM = Number(process.env.THREADLINE_TORTURE_SEED) || Date.now() % 1e9
-const RATES = { kill: 1 / 60, stop: 1 / 60, restartEvery: 700, freeze: 1 / 250, proc: 1 / 100 }
+const RATES = { kill: 1 / 60, stop: 1 / 60, restartEvery: 700, freeze: 1 / 250, proc: 1 / 100, full: 1 / 150 }
 
 test('the checker reports a violation of each rule in a made-up history', () => {
   const m = new Model()
@@ -93,6 +94,8 @@ for (const engine of ['sqlite', 'postgres']) {
       // The run did what it says.
       assert.ok(s.stats.faults.kill >= 10 && s.stats.faults.stop >= 10, 'workers were killed and stopped')
       if (engine === 'postgres') assert.ok(s.stats.faults.restart >= 2, 'the server was restarted')
+      // A full disk needs a file system of its own (a tmpfs: root); CI runs as root.
+      if (engine === 'sqlite' && (canFill() || process.env.CI)) assert.ok(s.stats.faults.full >= 3, `the disk was filled (${s.diskFull})`)
       assert.ok(s.stats.ops.delete >= 3 && s.recreated >= 1, 'sessions were deleted and re-created')
       assert.ok(s.stats.ops.fork >= 1 && s.stats.ops.stream >= 10, 'forks and streamed responses')
       assert.ok(s.stats.paths.size === 4 && s.stats.readonly > 50 && s.stats.procReads >= 3, 'four paths, readonly readers, reader processes')

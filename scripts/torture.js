@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 'use strict'
 // The fault test (docs/recovery.md, "The fault test"): worker processes append, stream, fork,
-// rewind, delete and re-create sessions on one store while they are SIGKILLed and SIGSTOPped,
+// rewind, delete and re-create sessions on one store while they are SIGKILLed and SIGSTOPped
+// (and, on SQLite run as root, the disk fills up),
 // readers of every kind read, and a checker compares every read with what was acknowledged.
 //
 //   npm run torture -- [--ops 100000] [--seed N] [--engine sqlite|postgres] [--workers 4]
@@ -18,7 +19,7 @@ const { damage } = require('../__test__/helpers/torture/damage')
 const { summaryLine, violationLines } = require('../__test__/helpers/torture/report')
 
 // Faults per op. A kill costs a process start (about 0.2 s on 2 cores).
-const RATES = { kill: 1 / 120, stop: 1 / 90, restartEvery: 10_000, freeze: 1 / 500, proc: 1 / 150 }
+const RATES = { kill: 1 / 120, stop: 1 / 90, restartEvery: 10_000, freeze: 1 / 500, proc: 1 / 150, full: 1 / 400 }
 
 function parse(argv) {
   const o = { ops: 100_000, seed: Date.now() % 1e9, engine: 'sqlite', workers: 4, lanes: 3, paths: 'mixed', damage: true, busyTimeoutMs: 300 }

@@ -38,7 +38,7 @@ class Controller {
     this.stops = []
     this.serverFaults = []
     this.opened = new Map()
-    this.stats = { ops: {}, errors: {}, faults: { kill: 0, stop: 0, restart: 0, freeze: 0 }, busyWrites: 0, busyOther: 0, busyRetried: 0, locked: 0, procReads: 0, workers: 0, readonly: 0, paths: new Set(), missingVia: {} }
+    this.stats = { ops: {}, errors: {}, faults: { kill: 0, stop: 0, restart: 0, freeze: 0, full: 0 }, busyWrites: 0, busyOther: 0, busyRetried: 0, locked: 0, procReads: 0, workers: 0, readonly: 0, paths: new Set(), missingVia: {} }
     this.issued = 0
     this.nextWorker = 0
     this.wake = null
@@ -189,6 +189,17 @@ class Controller {
       if (r.restartEvery && this.issued % r.restartEvery === Math.floor(r.restartEvery / 2)) this.serverFaulted('restart', () => faults.restartServer())
       else if (this.rng() < r.freeze) this.serverFaulted('freeze', () => faults.freezeServer(100 + Math.floor(this.rng() * 400)))
     }
+    if (this.smallDisk && !this.diskFull && this.rng() < (r.full || 0)) {
+      // The disk is full for 20 to 300 ms: writes fail (STORE_IO), nothing acknowledged may go.
+      const ms = 20 + Math.floor(this.rng() * 280)
+      const f = { kind: 'full', i: this.issued, start: now(), end: null }
+      this.stats.faults.full++
+      this.log({ fault: 'full', i: this.issued, at: now(), ms })
+      this.diskFull = faults.fill(path.dirname(this.paths.real), ms).then(() => {
+        f.end = now()
+        this.diskFull = null
+      })
+    }
     if (this.rng() < r.proc && !this.procRead) this.procRead = this.readInProcess(this.rng() < 0.5, false).finally(() => { this.procRead = null })
   }
 
@@ -277,6 +288,7 @@ class Controller {
     clearTimeout(timer)
     await this.procRead
     await this.serverFault
+    await this.diskFull
     await this.readInProcess(true, true)
     await this.readInProcess(false, true, true)
   }
@@ -293,13 +305,18 @@ async function run(opts) {
   // --keep: every op and its outcome, in the order the controller learned them
   c.trace = opts.keep ? fs.openSync(path.join(c.dir, 'trace.jsonl'), 'w') : null
   if (opts.engine === 'postgres') c.paths = faults.postgresUrls(opts.postgres, `torture_${process.pid}_${opts.seed}`)
-  else c.paths = faults.sqlitePaths(c.dir)
+  else {
+    // A full disk among the faults where a small file system can be mounted (root).
+    c.smallDisk = !!opts.rates.full && faults.canFill()
+    c.paths = faults.sqlitePaths(c.dir, { smallDisk: c.smallDisk })
+  }
   const started = now()
   // No worker outlives the controller (one left stopped would stay so): at exit, and on SIGINT
   // or SIGTERM. (Killed with SIGKILL, the controller leaves a worker stopped at that moment.)
   const cleanup = () => c.workers.forEach((w) => w.dead || (w.proc.kill('SIGCONT'), w.proc.kill('SIGKILL')))
   const interrupted = (sig) => {
     cleanup()
+    if (c.smallDisk) faults.unmountSmall(path.dirname(c.paths.real))
     if (!opts.keep) fs.rmSync(c.dir, { recursive: true, force: true })
     process.kill(process.pid, sig)
   }
@@ -315,6 +332,7 @@ async function run(opts) {
     for (const sig of ['SIGINT', 'SIGTERM']) process.removeListener(sig, interrupted)
   }
   const { busy, worst, inCommit } = check.r5(c.stops, c.timeline, c.serverFaults, (rule, i, msg) => c.add(rule, i, msg))
+  if (c.smallDisk && !opts.keep) faults.unmountSmall(path.dirname(c.paths.real))
   if (!opts.keep) fs.rmSync(c.dir, { recursive: true, force: true })
   return {
     engine: opts.engine,
@@ -327,6 +345,7 @@ async function run(opts) {
     stopBusy: busy,
     worstStopLatency: worst,
     stopsInCommit: inCommit,
+    diskFull: c.smallDisk ? 'simulated' : opts.engine === 'postgres' ? 'n/a' : 'not simulated (needs root to mount a tmpfs)',
     violations: c.violations,
     dir: c.dir,
   }

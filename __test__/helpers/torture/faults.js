@@ -2,22 +2,67 @@
 // Where the fault test's processes reach the store, and the faults it injects besides killing
 // and stopping workers: a PostgreSQL restart (`pg_ctl restart -m fast`) and a frozen server
 // (SIGSTOP of the postmaster and its backends, then SIGCONT). Only the test's own server is
-// touched: the one scripts/postgres.js started, named by THREADLINE_TEST_POSTGRES_STATE.
+// touched: the one scripts/postgres.js started, named by THREADLINE_TEST_POSTGRES_STATE. On
+// SQLite, a full disk: the store's folder is a small file system of its own (a tmpfs, which
+// needs root) that a ballast file fills for a while.
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { spawn } = require('node:child_process')
+const { spawn, spawnSync } = require('node:child_process')
 
 const POSTGRES = path.join(__dirname, '..', '..', '..', 'scripts', 'postgres.js')
 
 // SQLite: one store file reached four ways (R6). Returns { dir, variants: { name: path } } with
 // paths relative to `dir` where relative (the workers run with `dir` as their cwd).
-function sqlitePaths(dir) {
+function sqlitePaths(dir, { smallDisk = false } = {}) {
   fs.mkdirSync(path.join(dir, 'real'))
+  if (smallDisk) mountSmall(path.join(dir, 'real'))
   const real = path.join(dir, 'real', 'store.db')
   fs.symlinkSync(real, path.join(dir, 'link.db'))
   fs.symlinkSync(path.join(dir, 'real'), path.join(dir, 'dirlink'))
   return { real, variants: { real, 'file-link': path.join(dir, 'link.db'), 'dir-link': path.join(dir, 'dirlink', 'store.db'), relative: path.join('real', 'store.db') } }
+}
+
+// The store's folder as a tmpfs of 1 GiB, so that a ballast file can fill it (`fill`). Needs root
+// and mount(8): canFill() says whether this run can.
+function canFill() {
+  return process.getuid?.() === 0 && spawnSync('mount', ['--version']).status === 0
+}
+
+function mountSmall(dir) {
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1g,mode=0755', 'tmpfs', dir], { encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`mount tmpfs on ${dir}: ${r.stderr}`)
+}
+
+function unmountSmall(dir) {
+  spawnSync('umount', ['-l', dir])
+}
+
+// Fills the file system of `dir` for `ms`: a ballast file takes every free block (fallocate, and
+// then writes until ENOSPC, as the file system may keep a few back). Resolves once it is removed.
+function fill(dir, ms) {
+  const ballast = path.join(dir, `ballast-${process.pid}`)
+  const fd = fs.openSync(ballast, 'w')
+  try {
+    const st = fs.statfsSync(dir)
+    const free = st.bavail * st.bsize
+    if (free > 0) spawnSync('fallocate', ['-l', String(free), ballast])
+    const chunk = Buffer.alloc(64 * 1024)
+    let pos = fs.fstatSync(fd).size
+    for (let n = chunk.length; n >= 512; ) {
+      try {
+        pos += fs.writeSync(fd, chunk, 0, n, pos)
+      } catch {
+        n >>= 1
+      }
+    }
+  } finally {
+    fs.closeSync(fd)
+  }
+  return new Promise((resolve) => setTimeout(() => {
+    fs.rmSync(ballast, { force: true })
+    resolve()
+  }, ms))
 }
 
 // PostgreSQL: the same schema through URLs that differ in what does not name the store.
@@ -99,4 +144,4 @@ function freezeServer(ms) {
   }, ms))
 }
 
-module.exports = { sqlitePaths, postgresUrls, restartServer, freezeServer, holdsWriteLock, isStopped }
+module.exports = { sqlitePaths, canFill, fill, unmountSmall, postgresUrls, restartServer, freezeServer, holdsWriteLock, isStopped }

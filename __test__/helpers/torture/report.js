@@ -15,7 +15,7 @@ function summaryLine(s) {
   const errors = Object.entries(s.stats.errors).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'
   return [
     `torture ${s.engine} seed ${s.seed}: ${s.ops} ops (${s.stats.workers} worker processes, ${s.stats.procReads} reader processes)`,
-    `faults: ${f}`,
+    `faults: ${f}${s.diskFull && s.diskFull !== 'simulated' && s.diskFull !== 'n/a' ? ` (disk full ${s.diskFull})` : ''}`,
     `${s.acked} records acknowledged`,
     `${s.stats.ops.delete || 0} deletes, ${s.recreated} re-created, ${s.stats.ops.fork || 0} forks, ${s.stats.ops.rewind || 0} rewinds, ${s.stats.readonly} readonly reads, paths ${[...s.stats.paths].join(' ')}`,
     `violations: ${rules}`,

@@ -115,7 +115,11 @@ impl AppendLog {
         })?;
         let mut start = head(0).to_vec();
         frame(&mut start, 1, &[]);
-        write_at(&file, &start, 0).map_err(|e| io("cannot write", &path, e))?;
+        if let Err(e) = write_at(&file, &start, 0) {
+            // A full disk: no log is left behind that another process would take for damaged.
+            let _ = std::fs::remove_file(&path);
+            return Err(io("cannot write", &path, e));
+        }
         Ok(AppendLog {
             file,
             path,
@@ -133,8 +137,14 @@ impl AppendLog {
         frame(buf, self.epoch, &[]);
         // Written over what the log held before it was last emptied: the file keeps its blocks,
         // so a write allocates none. (A frame cut short is written over by the next.)
-        write_at(&self.file, buf, self.pos)
-            .map_err(|e| io("cannot write the append log", &self.path, e))?;
+        if let Err(e) = write_at(&self.file, buf, self.pos) {
+            // Cut short (a full disk): the end marker goes back where it was, so the log ends
+            // as it did and the part written is not taken for damage. Its block is allocated.
+            let mut end = Vec::with_capacity(HEADER);
+            frame(&mut end, self.epoch, &[]);
+            let _ = write_at(&self.file, &end, self.pos);
+            return Err(io("cannot write the append log", &self.path, e));
+        }
         self.pos += len;
         Ok(())
     }
