@@ -3,8 +3,8 @@
 // and stopping workers: a PostgreSQL restart (`pg_ctl restart -m fast`) and a frozen server
 // (SIGSTOP of the postmaster and its backends, then SIGCONT). Only the test's own server is
 // touched: the one scripts/postgres.js started, named by THREADLINE_TEST_POSTGRES_STATE. On
-// SQLite, a full disk: the store's folder is a small file system of its own (a tmpfs, which
-// needs root) that a ballast file fills for a while.
+// SQLite, a full disk: the store's folder is a file system of its own (a tmpfs, which needs
+// root) made as small as what it holds for a while.
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -23,7 +23,7 @@ function sqlitePaths(dir, { smallDisk = false } = {}) {
   return { real, variants: { real, 'file-link': path.join(dir, 'link.db'), 'dir-link': path.join(dir, 'dirlink', 'store.db'), relative: path.join('real', 'store.db') } }
 }
 
-// The store's folder as a tmpfs of 1 GiB, so that a ballast file can fill it (`fill`). Needs root
+// The store's folder as a tmpfs of 1 GiB, so that it can be filled (`fill`). Needs root
 // and mount(8): canFill() says whether this run can.
 function canFill() {
   return process.getuid?.() === 0 && spawnSync('mount', ['--version']).status === 0
@@ -38,31 +38,20 @@ function unmountSmall(dir) {
   spawnSync('umount', ['-l', dir])
 }
 
-// Fills the file system of `dir` for `ms`: a ballast file takes every free block (fallocate, and
-// then writes until ENOSPC, as the file system may keep a few back). Resolves once it is removed.
+// Fills the file system of `dir` for `ms`: the tmpfs is made as small as what it holds (a
+// remount, at once: no ballast to write, which would hold up the controller), then 1 GiB again.
+// Resolves once it has room again.
 function fill(dir, ms) {
-  const ballast = path.join(dir, `ballast-${process.pid}`)
-  const fd = fs.openSync(ballast, 'w')
-  try {
-    const st = fs.statfsSync(dir)
-    const free = st.bavail * st.bsize
-    if (free > 0) spawnSync('fallocate', ['-l', String(free), ballast])
-    const chunk = Buffer.alloc(64 * 1024)
-    let pos = fs.fstatSync(fd).size
-    for (let n = chunk.length; n >= 512; ) {
-      try {
-        pos += fs.writeSync(fd, chunk, 0, n, pos)
-      } catch {
-        n >>= 1
-      }
-    }
-  } finally {
-    fs.closeSync(fd)
-  }
-  return new Promise((resolve) => setTimeout(() => {
-    fs.rmSync(ballast, { force: true })
-    resolve()
-  }, ms))
+  const mount = (size) => new Promise((resolve) => {
+    const child = spawn('mount', ['-o', `remount,size=${size}`, dir], { stdio: 'ignore' })
+    child.on('exit', resolve)
+    child.on('error', resolve)
+  })
+  const st = fs.statfsSync(dir)
+  const used = (st.blocks - st.bfree) * st.bsize
+  return mount(Math.max(used, st.bsize))
+    .then(() => new Promise((resolve) => setTimeout(resolve, ms)))
+    .then(() => mount('1g'))
 }
 
 // PostgreSQL: the same schema through URLs that differ in what does not name the store.

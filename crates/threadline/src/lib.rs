@@ -38,6 +38,13 @@ macro_rules! meta_columns {
          response_key, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, state, meta_crc, written_ms"
     };
 }
+/// A record whose message reported usage (input, cache read and cache creation tokens: what
+/// calibrates estimates), as the `records_usage` index is made on both engines.
+macro_rules! usage_reported {
+    () => {
+        "coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0) + coalesce(cache_creation_tokens, 0) > 0"
+    };
+}
 macro_rules! record_columns {
     () => {
         concat!(
@@ -93,6 +100,7 @@ pub use store::{default_store_path, Store};
 /// Hooks for tests; not part of the API.
 #[doc(hidden)]
 pub mod testing {
+    pub use crate::context::compaction::set_summary_cap;
     pub use crate::context::read_whole_context;
     pub use crate::storage::search_index::set_index_budget;
 }

@@ -444,9 +444,14 @@ fn a_fork_starts_from_any_record_with_the_parent_state_there() {
 }
 
 /// A long session: turns of a prompt, a tool call (some with thinking), its result and an answer,
-/// with reported usage; compacted once, rewound once, the odd event and long result.
+/// with reported usage (none when `input_tokens` is 0); compacted once, rewound once, the odd
+/// event and long result.
 fn long_session(turns: usize, input_tokens: u64) -> Session {
     let s = Session::in_memory(SessionOptions::default()).unwrap();
+    let usage = |n: u64, out: u64| match input_tokens {
+        0 => Value::Null,
+        _ => json!({"input_tokens": n, "output_tokens": out}),
+    };
     let mut batch = Vec::new();
     for i in 0..turns {
         let id = format!("toolu_{i:06}");
@@ -459,7 +464,7 @@ fn long_session(turns: usize, input_tokens: u64) -> Session {
         }
         batch.push(
             json!({"role": "assistant", "id": format!("msg_{i}a"), "content": call,
-            "usage": {"input_tokens": input_tokens + i as u64 % 100, "output_tokens": 20}}),
+            "usage": usage(input_tokens + i as u64 % 100, 20)}),
         );
         let output = if i % 50 == 7 {
             "x".repeat(3000)
@@ -468,7 +473,7 @@ fn long_session(turns: usize, input_tokens: u64) -> Session {
         };
         batch.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]}));
         batch.push(json!({"role": "assistant", "id": format!("msg_{i}b"), "content": [{"type": "text", "text": format!("Fixed module_{}.", i % 37)}],
-            "usage": {"input_tokens": input_tokens + 50, "output_tokens": 10}}));
+            "usage": usage(input_tokens + 50, 10)}));
         if batch.len() >= 400 || i + 1 == turns {
             s.append_many(std::mem::take(&mut batch)).unwrap();
         }
@@ -501,9 +506,9 @@ fn long_session(turns: usize, input_tokens: u64) -> Session {
 
 #[test]
 fn a_budget_read_from_the_end_of_a_long_context_gives_what_the_whole_context_gives() {
-    // Usage that puts the ratio at its floor (read from the end), and usage that does not (the
-    // whole context is read).
-    for input_tokens in [800, 2_000_000] {
+    // No usage (the ratio is known at once), usage that reports too few tokens to calibrate (read
+    // from the end until that shows), and usage that calibrates (the whole context is read).
+    for input_tokens in [0, 800, 2_000_000] {
         let s = long_session(2_400, input_tokens);
         let whole = |o: &ContextOptions| {
             threadline::testing::read_whole_context(true);
@@ -565,6 +570,64 @@ fn a_budget_read_from_the_end_of_a_long_context_gives_what_the_whole_context_giv
                     serde_json::to_value(&a.id_map).unwrap()
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn a_plan_of_a_context_over_the_summary_cap_is_made_from_its_end_and_hands_over_the_newest_turns() {
+    for input_tokens in [0, 800, 2_000_000] {
+        let s = long_session(2_400, input_tokens);
+        for (target, keep) in [(2_000, Some(2)), (20_000, None), (0, Some(5))] {
+            threadline::testing::read_whole_context(true);
+            let whole = s.compaction_plan(target, keep).unwrap();
+            threadline::testing::read_whole_context(false);
+            let what = format!("{input_tokens} {target} {keep:?}");
+            // At the default cap: what a read of the whole context gives (with usage that
+            // calibrates, 2,000,000 tokens: more to summarise than the cap, the newest given).
+            let same = s.compaction_plan(target, keep).unwrap();
+            assert_eq!(same.records, whole.records, "{what}");
+            assert_eq!(same.records_omitted, whole.records_omitted, "{what}");
+            assert_eq!(
+                whole.records_omitted > 0,
+                input_tokens == 2_000_000,
+                "{what}"
+            );
+            threadline::testing::set_summary_cap(Some(3_000));
+            let capped = s.compaction_plan(target, keep);
+            threadline::testing::set_summary_cap(None);
+            let capped = capped.unwrap();
+            // The same cut, and what is kept, counted alike.
+            assert_eq!(capped.first_kept_uuid, whole.first_kept_uuid, "{what}");
+            assert_eq!(capped.tokens_kept, whole.tokens_kept, "{what}");
+            assert_eq!(capped.turns_kept, whole.turns_kept, "{what}");
+            assert_eq!(capped.turns_summarised, whole.turns_summarised, "{what}");
+            // The newest records to summarise, whole turns within the cap, the rest counted.
+            let n = capped.records.len();
+            assert!(n > 0 && n < whole.records.len(), "{what}: {n}");
+            assert_eq!(
+                capped.records[..],
+                whole.records[whole.records.len() - n..],
+                "{what}"
+            );
+            let all = whole.records_omitted as usize + whole.records.len();
+            assert_eq!(capped.records_omitted as usize, all - n, "{what}");
+            assert!(whole.text.ends_with(&capped.text), "{what}");
+            assert!(capped.tokens_to_summarise > 3_000, "{what}");
+            assert_eq!(
+                capped.records[0]["message"]["role"], "user",
+                "{what}: a turn start"
+            );
+            // What was not read is estimated: within a fifth of the count of all of it.
+            let (a, b) = (
+                capped.tokens_to_summarise as f64,
+                whole.tokens_to_summarise as f64,
+            );
+            assert!((a - b).abs() / b < 0.2, "{what}: {a} vs {b}");
+            assert_eq!(
+                capped.tokens_before,
+                capped.tokens_to_summarise + capped.tokens_kept
+            );
         }
     }
 }

@@ -29,6 +29,25 @@ pub struct CompactionPlan {
     pub tokens_kept: u64,
     pub turns_summarised: usize,
     pub turns_kept: usize,
+    /// records to summarise left out of `records` and `text`, the oldest: a plan hands over at
+    /// most `SUMMARY_CAP` estimated tokens to summarise (0 but for a context far larger than
+    /// any model's window)
+    pub records_omitted: u64,
+}
+
+/// The most a compaction plan hands over to summarise, in estimated tokens: more than any
+/// model's context window holds. Of a longer part to summarise, the newest whole turns up to it
+/// are given (`records_omitted` counts the rest): a plan of a context of 1,000,000 records is
+/// then made from its end without reading all of it.
+pub const SUMMARY_CAP: u64 = 1_000_000;
+
+thread_local! {
+    static CAP: std::cell::Cell<u64> = const { std::cell::Cell::new(SUMMARY_CAP) };
+}
+
+/// Sets the summary cap on this thread (for tests of long contexts made small).
+pub fn set_summary_cap(tokens: Option<u64>) {
+    CAP.with(|c| c.set(tokens.unwrap_or(SUMMARY_CAP)));
 }
 
 #[derive(Debug, Clone, Default)]
@@ -47,19 +66,21 @@ impl Session {
         target_tokens: u64,
         keep_turns: Option<usize>,
     ) -> Result<CompactionPlan> {
+        let keep = keep_turns.unwrap_or(KEEP_TURNS);
         let run = || {
             let conn = self.conn()?;
+            if !context::reads_whole() {
+                if let Some(p) = plan_from_end(&conn, self, target_tokens, keep)? {
+                    return Ok(p);
+                }
+            }
             let (view, ratio) = context::current_view(&conn, self)?;
             drop(conn);
-            let mut p = plan(
-                &view,
-                ratio,
-                target_tokens,
-                keep_turns.unwrap_or(KEEP_TURNS),
-            );
+            let mut p = plan(&view, ratio, target_tokens, keep);
             // The records summarised, moved (not copied) out of the view.
             p.records = view
                 .into_iter()
+                .skip(p.records_omitted as usize)
                 .take(p.records.len())
                 .map(|r| json!({"uuid": r.uuid, "seq": r.seq, "message": r.message}))
                 .collect();
@@ -193,7 +214,16 @@ fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> Com
             break;
         }
     }
-    let summarised = &view[..cut];
+    // The newest whole turns before the cut within the cap (the last one at least).
+    let cap = CAP.with(std::cell::Cell::get);
+    let before_cut: Vec<usize> = turns.iter().copied().filter(|&t| t < cut).collect();
+    let from = before_cut
+        .iter()
+        .copied()
+        .find(|&t| tokens(chars_from[t] - chars_from[cut]) <= cap)
+        .or(before_cut.last().copied())
+        .unwrap_or(0);
+    let summarised = &view[from..cut];
     let mut text = String::new();
     for (i, r) in summarised.iter().enumerate() {
         if i > 0 {
@@ -203,7 +233,7 @@ fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> Com
     }
     CompactionPlan {
         // Placeholders, one a record: the caller that owns the view moves the messages in.
-        records: vec![Value::Null; cut],
+        records: vec![Value::Null; cut - from],
         text,
         first_kept_uuid: (cut > 0)
             .then(|| view.get(cut).map(|r| r.uuid.clone()))
@@ -213,7 +243,73 @@ fn plan(view: &[ViewRecord], ratio: f64, target_tokens: u64, keep: usize) -> Com
         tokens_kept: tokens(chars_from[cut]),
         turns_summarised: turns.iter().filter(|&&s| s < cut).count(),
         turns_kept: turns.iter().filter(|&&s| s >= cut).count(),
+        records_omitted: from as u64,
     }
+}
+
+/// The plan of a long context, from its end: None when its part to summarise is within the cap
+/// (or it has fewer turns than it takes to know): then the whole context is read. Read back until
+/// the cut falls past the second turn read (from a prompt on: no turn before can be the cut, nor
+/// part a call from its result there) and what lies before it holds the cap.
+fn plan_from_end(
+    conn: &crate::storage::db::Db,
+    s: &Session,
+    target: u64,
+    keep: usize,
+) -> Result<Option<CompactionPlan>> {
+    let Some(mut back) = context::read_back::ReadBack::new(conn, s)? else {
+        return Ok(None);
+    };
+    let cap = CAP.with(std::cell::Cell::get);
+    while back.read_more(conn, s.num)? {
+        let (view, chars) = back.view();
+        let Some((ratio, _)) = back.ratio(&view, &chars) else {
+            continue;
+        };
+        let Some(first) = view.iter().position(|r| context::is_prompt(&r.message)) else {
+            continue;
+        };
+        let window: Vec<ViewRecord> = view[first..].iter().map(|&r| r.clone()).collect();
+        let p = plan(&window, ratio, target, keep);
+        let turns = context::turn_starts(&window);
+        let (from, cut) = (
+            p.records_omitted as usize,
+            p.records_omitted as usize + p.records.len(),
+        );
+        if turns.len() < 3 || cut <= turns[1] || p.tokens_to_summarise <= cap {
+            continue;
+        }
+        let unread = context::unread_part(
+            conn,
+            s.num,
+            &back.segments,
+            &back.start,
+            window[0].seq,
+            window[0].index,
+        )?;
+        let read_chars: u64 = chars[first..first + cut].iter().sum();
+        // What was not read is estimated at the size of what was.
+        let unread_chars = (read_chars / cut as u64) * unread.records;
+        let tokens_to_summarise = (((read_chars + unread_chars) as f64) * ratio).ceil() as u64;
+        let mut window = window;
+        let kept_first = window.get(cut).map(|r| r.uuid.clone());
+        let records = window
+            .drain(from..cut)
+            .map(|r| json!({"uuid": r.uuid, "seq": r.seq, "message": r.message}))
+            .collect();
+        return Ok(Some(CompactionPlan {
+            records,
+            text: p.text,
+            first_kept_uuid: kept_first,
+            tokens_before: tokens_to_summarise + p.tokens_kept,
+            tokens_to_summarise,
+            tokens_kept: p.tokens_kept,
+            turns_summarised: p.turns_summarised + unread.record_turns as usize,
+            turns_kept: p.turns_kept,
+            records_omitted: from as u64 + unread.records,
+        }));
+    }
+    Ok(None)
 }
 
 /// The spans of the view a cut must not fall in: `(from, to, id)` when a cut right before any

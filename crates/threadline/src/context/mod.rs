@@ -4,6 +4,7 @@
 //! see it again, and the result valid for the provider, always.
 
 pub(crate) mod compaction;
+pub(crate) mod read_back;
 
 use std::cell::Cell;
 
@@ -278,11 +279,13 @@ struct Read {
 
 /// The start of a long context that the budget leaves out, counted from the stored records
 /// without reading them.
-struct Unread {
+pub(crate) struct Unread {
     /// the ranges left out, as `dropped` gives them (a record counted as one message)
     dropped: Vec<Dropped>,
-    records: u64,
-    turns: u64,
+    pub records: u64,
+    pub turns: u64,
+    /// turns as `turn_starts` counts them over the records (the summary one of its own)
+    pub record_turns: u64,
 }
 
 impl Unread {
@@ -320,14 +323,19 @@ pub fn read_whole_context(whole: bool) {
     WHOLE.with(|w| w.set(whole));
 }
 
+/// Whether this thread reads whole contexts (`read_whole_context`).
+pub(crate) fn reads_whole() -> bool {
+    WHOLE.with(Cell::get)
+}
+
 /// Records read back from the end of a long context at first, doubling each time.
 const FIRST_CHUNK: u64 = 512;
 
 /// The context as `build_context` needs it. Without a budget, all of it. With one, the context is
-/// read back from its end only as far as the budget decides: until the records read hold the
-/// tokens-per-character ratio (the latest reported usage, with enough characters before it that
-/// the ratio is at its floor, as it would be counted over the whole context) and at least two
-/// whole turns that do not fit before the cut. The messages sent are then exactly those a read of
+/// read back from its end only as far as the budget decides: until the records read decide the
+/// tokens-per-character ratio (`ratio_from_end`: at once when no record reported usage, else once
+/// the latest usage is read with so many characters before it that it does not calibrate) and
+/// hold at least two whole turns that do not fit before the cut. The messages sent are then exactly those a read of
 /// the whole context gives; what lies before the records read is counted (records, turns) from
 /// the stored positions.
 fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) -> Result<Read> {
@@ -358,6 +366,11 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         .filter(|&(_, to)| to >= start.seq)
         .map(|(from, to)| (from.max(start.seq), to))
         .collect();
+    // The latest usage (by the index), and the ratio if it does not calibrate.
+    let latest = crate::storage::records::latest_usage(conn, s.num, &segments)?;
+    let fallback = start
+        .tokens_per_char
+        .map_or((DEFAULT_TOKENS_PER_CHAR, false), |r| (r, true));
     // Read back: chunks of records, newest first; `at` is where the next chunk ends.
     let mut chunks: Vec<Vec<ViewRecord>> = Vec::new();
     let mut chars: Vec<Vec<u64>> = Vec::new();
@@ -379,7 +392,7 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         size = (size * 2).min(1 << 16);
         let view: Vec<&ViewRecord> = chunks.iter().rev().flatten().collect();
         let sizes: Vec<u64> = chars.iter().rev().flatten().copied().collect();
-        let Some(ratio) = floor_ratio(&view, &sizes) else {
+        let Some((ratio, calibrated)) = ratio_from_end(&view, &sizes, latest, fallback) else {
             continue;
         };
         // Until what was read could be over the budget once shaped (at most `most` characters
@@ -419,7 +432,7 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         return Ok(Read {
             view: Vec::new(),
             ratio,
-            calibrated: true,
+            calibrated,
             start_seq: unread.dropped.first().map_or(first_seq, |d| d.from_seq),
             unread: Some(unread),
             cut: Some((kept, trial)),
@@ -457,22 +470,32 @@ fn most_chars(r: &ViewRecord, o: &ContextOptions) -> u64 {
 }
 
 /// The tokens-per-character ratio of a context that ends with `view` (with `chars` of each
-/// record), if `view` decides it: when the latest reported usage has so many characters before
-/// it, within `view` already, that the ratio is at its floor (more characters before, further
-/// back, keep it there). None when the whole context must be read to know it.
-fn floor_ratio(view: &[&ViewRecord], chars: &[u64]) -> Option<f64> {
-    let k = view.iter().rposition(|r| reported(&r.message) > 0)?;
-    let before: u64 = chars[..k].iter().sum();
-    if before == 0 {
+/// record), and whether usage calibrated it, if `view` decides it: when no record of the context
+/// reported usage (`latest`, found by the index), or when the latest that did has so many
+/// characters before it, within `view` already, that it does not calibrate (more characters
+/// before, further back, keep it so). Then the ratio is `fallback`. None when the whole context
+/// must be read to know it.
+pub(crate) fn ratio_from_end(
+    view: &[&ViewRecord],
+    chars: &[u64],
+    latest: Option<u64>,
+    fallback: (f64, bool),
+) -> Option<(f64, bool)> {
+    let Some(latest) = latest else {
+        return Some(fallback);
+    };
+    let k = view.iter().rposition(|r| r.seq == latest)?;
+    let (reported, before) = (reported(&view[k].message), chars[..k].iter().sum::<u64>());
+    if reported == 0 || before == 0 {
         return None;
     }
-    let ratio = reported(&view[k].message) as f64 / before as f64;
-    (ratio < MIN_TOKENS_PER_CHAR).then_some(MIN_TOKENS_PER_CHAR)
+    let ratio = reported as f64 / before as f64;
+    (ratio < MIN_TOKENS_PER_CHAR).then_some(fallback)
 }
 
 /// The part of the context before record `first_seq` (the first read), counted: its records by
 /// their places among the messages, its turns by the index of turn starts.
-fn unread_part(
+pub(crate) fn unread_part(
     conn: &crate::storage::db::Db,
     num: i64,
     segments: &[(u64, u64)],
@@ -509,22 +532,28 @@ fn unread_part(
                 .collect(),
             records: u64::from(summary.is_some()),
             turns: u64::from(summary.is_some()),
+            record_turns: u64::from(summary.is_some()),
         });
     };
     // The first message of a context starts a turn, whatever it is; a summary is a message of its
     // own unless the first record is a user message, which merges into it.
     let user = oldest.message.get("role").and_then(Value::as_str) == Some("user");
     let apart = summary.filter(|_| !user);
-    let mut turns = 1 + u64::from(apart.is_some());
+    let mut between = 0;
     for &(from, to) in segments {
         let (a, b) = (
             from.max(oldest.seq + 1),
             to.min(first_seq.saturating_sub(1)),
         );
         if a <= b {
-            turns += crate::storage::records::turn_starts_between(conn, num, a, b)?;
+            between += crate::storage::records::turn_starts_between(conn, num, a, b)?;
         }
     }
+    let turns = 1 + u64::from(apart.is_some()) + between;
+    let record_turns = match summary {
+        Some(_) => 1 + u64::from(is_prompt(&oldest.message)) + between,
+        None => 1 + between,
+    };
     let mut dropped = Vec::new();
     if let Some(seq) = apart {
         dropped.push(Dropped {
@@ -546,6 +575,7 @@ fn unread_part(
         dropped,
         records: first_index.saturating_sub(oldest.index) + u64::from(summary.is_some()),
         turns,
+        record_turns,
     })
 }
 
@@ -558,7 +588,9 @@ fn reported(message: &Value) -> u64 {
     n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens")
 }
 
-/// The least tokens per character a calibration gives.
+/// The least tokens per character a calibration gives. A response that reported fewer tokens than
+/// that for the messages before it was not sent them all (its request was a budgeted context, or
+/// the usage came from elsewhere): it does not calibrate, and the default ratio is used.
 const MIN_TOKENS_PER_CHAR: f64 = 0.02;
 
 /// The messages of the current context (from the latest compaction: its summary first) and the
@@ -605,13 +637,13 @@ fn calibrate(view: &[ViewRecord]) -> (f64, bool) {
     for r in view {
         let reported = reported(&r.message);
         if reported > 0 && chars > 0 {
-            found = Some((reported as f64 / chars as f64).clamp(MIN_TOKENS_PER_CHAR, 2.0));
+            found = Some(reported as f64 / chars as f64);
         }
         chars += estimate_chars(&r.message);
     }
     match found {
-        Some(r) => (r, true),
-        None => (DEFAULT_TOKENS_PER_CHAR, false),
+        Some(r) if r >= MIN_TOKENS_PER_CHAR => (r.min(2.0), true),
+        _ => (DEFAULT_TOKENS_PER_CHAR, false),
     }
 }
 
@@ -647,7 +679,7 @@ fn starts(messages: &[&Value]) -> Vec<usize> {
     out
 }
 
-fn is_prompt(m: &Value) -> bool {
+pub(crate) fn is_prompt(m: &Value) -> bool {
     m.get("role").and_then(Value::as_str) == Some("user")
         && blocks(m).iter().any(crate::model::message::is_human_block)
 }

@@ -131,7 +131,12 @@ impl Store {
         let more = rows.len() as u64 > plan.limit;
         let mut hits = Vec::new();
         for row in rows.into_iter().take(plan.limit as usize) {
-            hits.push(hit(conn, row, &plan.fields, query)?);
+            match hit(conn, row, &plan.fields, query) {
+                Ok(h) => hits.push(h),
+                // Its session was deleted since the index was read (PostgreSQL: `damaged`).
+                Err(Error::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
         }
         let next_cursor = more.then(|| plan.cursor(plan.offset + plan.limit));
         Ok(SearchPage {

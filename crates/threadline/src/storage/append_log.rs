@@ -489,7 +489,7 @@ fn damage_after(all: &[u8], at: usize, epoch: Option<u64>, committed: u64) -> Op
     // header was written and the rest of it is older bytes (a cut write over old frames). A frame
     // that runs past the end of a file that does not end at a page boundary was cut otherwise:
     // the file was truncated (or a full disk cut the write, which was then not acknowledged).
-    if (at..=at + HEADER).any(|i| i % TEAR == 0) {
+    if (at..=at + HEADER).any(|i| i.is_multiple_of(TEAR)) {
         return None;
     }
     let header = all.get(at..at + HEADER);
@@ -500,7 +500,7 @@ fn damage_after(all: &[u8], at: usize, epoch: Option<u64>, committed: u64) -> Op
             u32::from_le_bytes(h[..4].try_into().unwrap_or_default())
         });
         let past_end = at + HEADER + len as usize > all.len();
-        if !past_end || all.len() % TEAR == 0 {
+        if !past_end || all.len().is_multiple_of(TEAR) {
             return None;
         }
         return Some(format!(

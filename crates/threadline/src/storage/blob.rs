@@ -12,6 +12,15 @@ use crate::storage::encode::{Blob, BLOB_MARK};
 
 /// Stores the blobs of record `record` (each once) and notes that the record uses them.
 pub fn put(conn: &Db, record: i64, blobs: &[Blob]) -> Result<()> {
+    if !blobs.is_empty() && !conn.is_sqlite() {
+        // A blob found stored here must still be there when this write commits: a collection
+        // in another process waits for this write (SQLite writers take turns anyway).
+        conn.query_row(
+            "SELECT pg_advisory_xact_lock_shared(hashtext('threadline blobs'), hashtext(current_schema()))",
+            &[],
+            |_| Ok(()),
+        )?;
+    }
     for b in blobs {
         let bytes = b.literal.len() as i64;
         let crc = checksum::blob_sum(&b.hash, bytes, &b.literal) as i64;
@@ -29,6 +38,15 @@ pub fn put(conn: &Db, record: i64, blobs: &[Blob]) -> Result<()> {
 
 /// Removes blobs no record uses any more.
 pub fn collect_garbage(conn: &Db) -> Result<()> {
+    if !conn.is_sqlite() {
+        // PostgreSQL: after the writes that use blobs now in progress (`put`), so that the
+        // statement below sees their references.
+        conn.query_row(
+            "SELECT pg_advisory_xact_lock(hashtext('threadline blobs'), hashtext(current_schema()))",
+            &[],
+            |_| Ok(()),
+        )?;
+    }
     conn.execute(
         "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash)",
         &[],

@@ -239,11 +239,21 @@ fn mistyped() -> Error {
     Error::StoreCorrupt("a record's columns do not have the types written".into())
 }
 
-/// STORE_CORRUPT naming the record: its session's id and its seq.
+/// STORE_CORRUPT naming the record: its session's id and its seq. On PostgreSQL, where each
+/// statement of a read sees the store as it is then, a session deleted by another process in the
+/// middle of the read is NOT_FOUND, not damage.
 pub(crate) fn damaged(conn: &Db, num: i64, seq: u64, reason: &str) -> Error {
+    let id = conn
+        .query_row("SELECT id FROM sessions WHERE num = ?1", &args![num], |r| {
+            r.get::<String>(0)
+        })
+        .ok();
+    if !conn.is_sqlite() && matches!(id, Some(None)) {
+        return Error::NotFound(format!("session '#{num}' was deleted while it was read"));
+    }
     Error::StoreCorrupt(format!(
         "record seq {seq} of session '{}' is damaged: {reason}",
-        session_id(conn, num)
+        id.flatten().unwrap_or_else(|| format!("#{num}"))
     ))
 }
 

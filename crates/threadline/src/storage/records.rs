@@ -503,6 +503,29 @@ pub(crate) fn turn_starts_between(conn: &Db, num: i64, from_seq: u64, to_seq: u6
     Ok(n.unwrap_or(0).max(0) as u64)
 }
 
+/// The seq of the latest record of session `num` within `segments` (seq ranges, oldest first)
+/// whose message reported usage, by the `records_usage` index: no record is read.
+pub(crate) fn latest_usage(conn: &Db, num: i64, segments: &[(u64, u64)]) -> Result<Option<u64>> {
+    let (lo, _) = schema::range(num);
+    for &(from, to) in segments.iter().rev() {
+        let a = lo.saturating_add(from.min(1 << SEQ_BITS) as i64);
+        let b = lo.saturating_add(to.min(1 << SEQ_BITS) as i64);
+        let id: Option<i64> = conn.query_row(
+            concat!(
+                "SELECT id FROM records WHERE id BETWEEN ?1 AND ?2 AND ",
+                usage_reported!(),
+                " ORDER BY id DESC LIMIT 1"
+            ),
+            &args![a, b],
+            |r| r.get(0),
+        )?;
+        if let Some(id) = id {
+            return Ok(Some((id - lo) as u64));
+        }
+    }
+    Ok(None)
+}
+
 /// The seqs of session `num`'s records of type `ty`, in order.
 pub(crate) fn seqs_of_type(conn: &Db, num: i64, ty: &str) -> Result<Vec<u64>> {
     let (lo, hi) = schema::range(num);

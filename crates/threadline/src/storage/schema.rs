@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// "THLN"
 pub const APPLICATION_ID: i64 = 0x5448_4C4E;
-pub const VERSION: i64 = 6;
+pub const VERSION: i64 = 7;
 pub const SEQ_BITS: u32 = 36;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a store from version i to i + 1.
@@ -123,6 +123,13 @@ CREATE TABLE IF NOT EXISTS deleted_sessions(
 );
 CREATE INDEX IF NOT EXISTS deleted_sessions_id ON deleted_sessions(id);
 "#,
+    // The records whose response reported usage: a budgeted context of a long session finds the
+    // latest (what calibrates its estimates) without reading back to it.
+    concat!(
+        "CREATE INDEX IF NOT EXISTS records_usage ON records(id) WHERE ",
+        usage_reported!(),
+        ";"
+    ),
 ];
 
 /// The version whose migration adds checksums: the rows already stored get theirs computed.

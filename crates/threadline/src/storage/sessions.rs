@@ -108,14 +108,6 @@ pub(crate) fn nums(conn: &Db, project: Option<&str>, status: Option<Status>) -> 
 /// references, row, journal and search rows, then the blobs no record refers to any more.
 pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
     let (lo, hi) = schema::range(num);
-    conn.execute(
-        "DELETE FROM records WHERE id BETWEEN ?1 AND ?2",
-        &args![lo, hi],
-    )?;
-    conn.execute(
-        "DELETE FROM blob_refs WHERE record BETWEEN ?1 AND ?2",
-        &args![lo, hi],
-    )?;
     // SQLite: the number is kept, so no later session gets it (`new_num!`); PostgreSQL's
     // numbers come from a sequence, never given twice.
     if conn.is_sqlite() {
@@ -124,7 +116,18 @@ pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
             &args![num, crate::model::clock::now_ms()],
         )?;
     }
+    // The row first: on PostgreSQL this waits for a write of another process to the session
+    // (which updates the row last, `write_order::touch_records`) to end, and such a write that
+    // comes after finds no row and is undone; the records deleted next are then all there are.
     conn.execute("DELETE FROM sessions WHERE num = ?1", &args![num])?;
+    conn.execute(
+        "DELETE FROM records WHERE id BETWEEN ?1 AND ?2",
+        &args![lo, hi],
+    )?;
+    conn.execute(
+        "DELETE FROM blob_refs WHERE record BETWEEN ?1 AND ?2",
+        &args![lo, hi],
+    )?;
     journal::delete_session(conn, num)?;
     search_index::delete_session(conn, num)?;
     blob::collect_garbage(conn)

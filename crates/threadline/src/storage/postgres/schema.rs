@@ -15,7 +15,7 @@ use super::url::quote;
 use crate::error::{Error, Result};
 use crate::storage::schema::APPLICATION_ID;
 
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a schema from version i to i + 1. `{s}` is the
 /// quoted schema name.
@@ -128,6 +128,12 @@ DROP INDEX {s}.sessions_write_seq;
 ALTER TABLE {s}.sessions SET (fillfactor = 50);
 INSERT INTO {s}.meta VALUES ('store_id', (random() * 9.2e18)::bigint);
 "#,
+    // The records whose response reported usage (SQLite's migration 7 says why).
+    concat!(
+        "CREATE INDEX records_usage ON {s}.records(id) WHERE ",
+        usage_reported!(),
+        ";"
+    ),
 ];
 
 /// The store's random id (written by the migration to version 2): what tells two stores apart
