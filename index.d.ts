@@ -1629,6 +1629,12 @@ export interface CompactionPlan {
   tokensKept: number
   turnsSummarised: number
   turnsKept: number
+  /**
+   * records to summarise left out of `records` and `text`, the oldest: a plan hands over at most
+   * 1,000,000 estimated tokens to summarise (0 but for a context larger than any model's window;
+   * docs/context.md)
+   */
+  recordsOmitted: number
 }
 
 /** Lifecycle of a tool call in the journal. */

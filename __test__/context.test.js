@@ -581,6 +581,7 @@ describe('compaction', () => {
           assert.ok(kept >= Math.min(keepTurns, turns.length), `${what}: keeps the last ${keepTurns} turns (kept ${kept})`)
           assert.equal(plan.turnsKept, kept)
           assert.equal(plan.turnsSummarised + plan.turnsKept, turns.length)
+          assert.equal(plan.recordsOmitted, 0, `${what}: every record to summarise is handed over`)
           assert.ok(Math.abs(plan.tokensToSummarise + plan.tokensKept - plan.tokensBefore) <= 2, `${what}: tokens add up`)
           if (plan.tokensKept > targetTokens) {
             // It could not cut later: every later turn start keeps too few turns or parts a call.

@@ -12,7 +12,9 @@
 //     `compactionPlan` then `compact` keeping the last 2 turns;
 //   - `small`: 1,000,000 small records (a prompt, a tool call, its result, an answer; about 200
 //     bytes of JSON each), never compacted: the shape of the finding (1,000,000 appends), where
-//     even the whole session is a request that a process can hold.
+//     even the whole session is a request that a process can hold;
+//   - `bare`: 1,000,000 appends of a line of text, user and assistant in turn, with no usage (a
+//     plain chat loop; the estimates cannot be calibrated).
 // On PostgreSQL (`--engine postgres` with THREADLINE_TEST_POSTGRES=<url>, e.g. under
 // `node scripts/postgres.js run -- ...`) each is made on the server, in a schema of its own.
 //
@@ -57,6 +59,16 @@ function* smallMessages() {
   for (let i = 0; ; i++) yield* smallTurn(i)
 }
 
+// `bare`: 1,000,000 appends of a line of text each, user and assistant in turn, no usage: a
+// session as a plain chat loop (or a test) makes it.
+function* bareMessages() {
+  for (let k = 0; ; k++) {
+    yield k % 2 === 0
+      ? { role: 'user', content: `message ${k}: please look at file_${k % 97}.ts` }
+      : { role: 'assistant', content: [{ type: 'text', text: `reply ${k}: done with file_${k % 97}.ts` }] }
+  }
+}
+
 const storeFile = (kind, n) => path.join(DATA, `million-${kind}-${n}.db`)
 
 // Makes session `s` of `kind` with `n` records (appendMany in chunks; compactions for
@@ -80,7 +92,7 @@ function build(kind, n, location) {
     if (e.code !== 'NOT_FOUND') throw e
   }
   const session = store.createSession({ id: 's', title: `${kind} ${n}`, project: 'bench', contextWindow: 200_000 })
-  const it = kind === 'small' ? smallMessages() : require('./workload.js').messages()
+  const it = kind === 'small' ? smallMessages() : kind === 'bare' ? bareMessages() : require('./workload.js').messages()
   const t0 = Date.now()
   let written = 0
   let sinceCompaction = 0
@@ -170,6 +182,7 @@ function pgLocation(url, kind, n) {
 const PLAN = [
   ['compacted', ['buildContext', 'buildContextBudget', 'buildContextOpenAI', 'compactionPlan', 'search']],
   ['small', ['buildContext', 'buildContextBudget', 'compactionPlan', 'search']],
+  ['bare', ['buildContextBudget', 'compactionPlan', 'search']],
 ]
 
 function run({ log = (...a) => console.error(...a), engine = opt('--engine', 'sqlite'), only = opt('--only', null), opOnly = opt('--ops', null) } = {}) {

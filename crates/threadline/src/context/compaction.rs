@@ -269,6 +269,15 @@ fn plan_from_end(
         let Some(first) = view.iter().position(|r| context::is_prompt(&r.message)) else {
             continue;
         };
+        // Until what was read holds more than the cap, nothing before a cut can: read on, at
+        // once as far as the cap needs at the characters a record has so far.
+        let read: u64 = chars[first..].iter().sum();
+        if ((read as f64) * ratio) as u64 <= cap.saturating_add(target) {
+            let per_record = (read / (view.len() - first).max(1) as u64).max(1);
+            let needed = (cap.saturating_add(target) as f64 / ratio) as u64 / per_record;
+            back.read_at_least(needed.saturating_sub((view.len() - first) as u64));
+            continue;
+        }
         let window: Vec<ViewRecord> = view[first..].iter().map(|&r| r.clone()).collect();
         let p = plan(&window, ratio, target, keep);
         let turns = context::turn_starts(&window);

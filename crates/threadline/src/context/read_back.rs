@@ -83,6 +83,12 @@ impl ReadBack {
         Ok(self.at.is_some())
     }
 
+    /// Makes the next read take `n` records at least (a quarter more: the turns before a cut
+    /// must be read too), up to 1,048,576.
+    pub fn read_at_least(&mut self, n: u64) {
+        self.size = self.size.max(n.saturating_mul(5) / 4).min(1 << 20);
+    }
+
     /// The records read, oldest first, and their estimated characters.
     pub fn view(&self) -> (Vec<&ViewRecord>, Vec<u64>) {
         (

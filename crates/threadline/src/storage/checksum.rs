@@ -239,16 +239,17 @@ fn mistyped() -> Error {
     Error::StoreCorrupt("a record's columns do not have the types written".into())
 }
 
-/// STORE_CORRUPT naming the record: its session's id and its seq. On PostgreSQL, where each
-/// statement of a read sees the store as it is then, a session deleted by another process in the
-/// middle of the read is NOT_FOUND, not damage.
+/// STORE_CORRUPT naming the record: its session's id and its seq. A read made of several
+/// statements (each statement of a PostgreSQL read, a search's ranking and its hits) sees the
+/// store as it is then: a session deleted by another process in the middle of the read is
+/// NOT_FOUND, not damage.
 pub(crate) fn damaged(conn: &Db, num: i64, seq: u64, reason: &str) -> Error {
     let id = conn
         .query_row("SELECT id FROM sessions WHERE num = ?1", &args![num], |r| {
             r.get::<String>(0)
         })
         .ok();
-    if !conn.is_sqlite() && matches!(id, Some(None)) {
+    if matches!(id, Some(None)) {
         return Error::NotFound(format!("session '#{num}' was deleted while it was read"));
     }
     Error::StoreCorrupt(format!(
