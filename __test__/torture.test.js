@@ -1,11 +1,12 @@
 'use strict'
 // The fault test (docs/recovery.md, "The fault test"; the long run is `npm run torture`): worker
 // processes append, stream, fork, rewind, delete and re-create sessions on one store, reached
-// through its real path, symlinks and a relative path, while they are SIGKILLed and SIGSTOPped
-// at random (and, on PostgreSQL, the server is restarted and frozen); readers of every kind read
-// meanwhile (on SQLite the disk fills up now and then), and a final read in fresh processes ends each run. The checker compares every read
-// with what the writers were told (__test__/helpers/torture/). 2,000 ops per run, per engine: a
-// fixed seed and a random one (THREADLINE_TORTURE_SEED repeats it). Any violation fails.
+// through its real path, symlinks and a relative path, while they are SIGKILLed and SIGSTOPped at
+// random (and, on PostgreSQL, the server is restarted and frozen); readers of every kind read
+// meanwhile (on SQLite the disk fills up now and then), and a final read in fresh processes ends
+// each run. The checker compares every read with what the writers were told
+// (__test__/helpers/torture/). 2,000 ops per run, per engine: a fixed seed and a random one
+// (THREADLINE_TORTURE_SEED repeats it). Any violation fails.
 // First, the checker on a made-up history: it reports each rule it enforces.
 
 const { test } = require('node:test')

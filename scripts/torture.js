@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 'use strict'
 // The fault test (docs/recovery.md, "The fault test"): worker processes append, stream, fork,
-// rewind, delete and re-create sessions on one store while they are SIGKILLed and SIGSTOPped
-// (and, on SQLite run as root, the disk fills up),
-// readers of every kind read, and a checker compares every read with what was acknowledged.
+// rewind, delete and re-create sessions on one store while they are SIGKILLed and SIGSTOPped (and,
+// on SQLite run as root, the disk fills up), readers of every kind read, and a checker compares
+// every read with what was acknowledged.
 //
 //   npm run torture -- [--ops 100000] [--seed N] [--engine sqlite|postgres] [--workers 4]
 //                      [--lanes 3] [--paths mixed|real] [--no-damage] [--keep] [--quiet]

@@ -34,21 +34,17 @@ pub(crate) fn touch_records(conn: &Db, num: i64, records: u64) -> Result<()> {
     if conn.defer_touch(deferred) {
         return Ok(());
     }
-    if conn.is_sqlite() {
-        return conn.execute_later(TOUCH_RECORDS_SQLITE, &args![num, records as i64]);
-    }
-    // PostgreSQL: another process may have deleted the session since this write began (each
-    // statement sees the store as it is then); the records it added would belong to no session.
-    let n = conn.execute(
-        "UPDATE sessions SET write_seq = nextval('write_seq'), records = ?2 WHERE num = ?1",
+    conn.execute_later(
+        conn.pick(
+            TOUCH_RECORDS_SQLITE,
+            // PostgreSQL: another process may have deleted the session since this write began
+            // (each statement sees the store as it is then); the records it added would belong
+            // to no session. No row updated divides by zero: the transaction fails, NOT_FOUND
+            // (postgres/error.rs), sent with the COMMIT as before (one round trip).
+            "WITH u AS (UPDATE sessions SET write_seq = nextval('write_seq'), records = ?2 WHERE num = ?1 RETURNING 1) SELECT 1 / count(*) FROM u",
+        ),
         &args![num, records as i64],
-    )?;
-    if n == 0 {
-        return Err(crate::error::Error::NotFound(format!(
-            "session '#{num}' was deleted by another process while this write was made: nothing of it was stored"
-        )));
-    }
-    Ok(())
+    )
 }
 
 /// `touch_records`'s statement on SQLite (also run by a batch's commit).

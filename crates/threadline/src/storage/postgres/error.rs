@@ -46,6 +46,13 @@ pub(crate) fn mapped(e: impl Into<PgError>) -> Error {
     {
         return Error::StoreBusy(text);
     }
+    if code == &SqlState::DIVISION_BY_ZERO {
+        // `write_order::touch_records`: the session's row is gone.
+        return Error::NotFound(
+            "the session was deleted by another process while this write was made: nothing of it was stored"
+                .into(),
+        );
+    }
     if [SqlState::DATA_CORRUPTED, SqlState::INDEX_CORRUPTED].contains(code) {
         return Error::StoreCorrupt(text);
     }
