@@ -50,6 +50,13 @@ test('the checker reports a violation of each rule in a made-up history', () => 
   assert.deepEqual(read([rec(0, 0), rec(1, 1), rec(5, 2, tag('s0', 1, 'w0', 5, 0))]), ['R4'], 'R4: never attempted')
   assert.deepEqual(read([rec(0, 0), rec(1, 1), rec(3, 2, tag('s0', 1, 'w0', 3, 1))]), ['R4'], 'R4: half an appendMany')
   assert.deepEqual(read([rec(0, 0), rec(1, 1), rec(2, 2), { ...rec(2, 3), u: 'u9' }]), ['R4'], 'R4: a record twice')
+  // A stream whose finish failed: its chunks were stored as they came (`stream` records), its
+  // message was not.
+  const st = tag('s0', 1, 'w0', 4, 0)
+  m.attempt({ i: 4, kind: 'stream', sid: 's0', inc: 1 }, [st], 1)
+  m.settle(4, 'failed', 'NOT_FOUND')
+  assert.deepEqual(read([rec(0, 0), rec(1, 1), { ...rec(4, 2, st), ty: 'stream' }]), [], 'a failed stream\'s chunks may stay')
+  assert.deepEqual(read([rec(0, 0), rec(1, 1), { ...rec(4, 2, st), ty: 'assistant' }]), ['R4'], 'R4: a failed stream\'s message')
   x.deletes.push({ sent: 6, done: 7 })
   x.deleted = 7
   assert.ok(read([rec(0, 0), rec(1, 1)], 10).includes('R2'), 'R2: a deleted incarnation read back')

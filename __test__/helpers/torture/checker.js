@@ -34,7 +34,7 @@ function missing(x, present, win, ctx, add) {
 
 // A record tagged `t` in incarnation `x`: appended there (or copied by a fork from its lineage),
 // attempted, and not by an op that failed.
-function checkTag(model, x, t, where, ctx, add) {
+function checkTag(model, x, t, where, ctx, add, ty) {
   const p = parseTag(t)
   if (!p) return add('R4', ctx.i, `${where}: a record the test never wrote`), null
   if (!x.lineage.has(p.key)) {
@@ -44,7 +44,10 @@ function checkTag(model, x, t, where, ctx, add) {
   }
   const a = model.attempts.get(t)
   if (!a) return add('R4', ctx.i, `${where}: ${t} was never attempted`), null
-  if (a.status === 'failed') add('R4', ctx.i, `${where}: ${t} is stored, but op ${a.i} failed (${a.code})`)
+  // A streamed response's chunks are stored as they arrive (`stream` records), before it ends:
+  // a stream whose end failed leaves them.
+  const partial = ty === 'stream' && a.kind === 'stream'
+  if (a.status === 'failed' && !partial) add('R4', ctx.i, `${where}: ${t} is stored, but op ${a.i} failed (${a.code})`)
   return a
 }
 
@@ -80,7 +83,7 @@ function checkEnvelopes(model, sid, res, win, ctx, add) {
     byUuid.set(r.u, r)
     if (r.ty === 'rewind') return void rewinds++
     const where = `${ctx.who} of ${x.key} seq ${r.s}`
-    const a = checkTag(model, x, r.t, where, ctx, add)
+    const a = checkTag(model, x, r.t, where, ctx, add, r.ty)
     if (!a || r.ty === 'stream') return
     if (tags.has(r.t)) add('R4', ctx.i, `${where}: ${r.t} stored twice (also seq ${tags.get(r.t).s})`)
     tags.set(r.t, r)

@@ -274,7 +274,8 @@ fn plan_from_end(
         let read: u64 = chars[first..].iter().sum();
         if ((read as f64) * ratio) as u64 <= cap.saturating_add(target) {
             let per_record = (read / (view.len() - first).max(1) as u64).max(1);
-            let needed = (cap.saturating_add(target) as f64 / ratio) as u64 / per_record;
+            // A quarter more: the turns before a cut must be read too.
+            let needed = (cap.saturating_add(target) as f64 / ratio) as u64 / per_record * 5 / 4;
             back.read_at_least(needed.saturating_sub((view.len() - first) as u64));
             continue;
         }

@@ -277,6 +277,20 @@ struct Read {
     cut: Option<(Vec<Msg>, ContextStats)>,
 }
 
+impl Read {
+    /// The whole context, read.
+    fn whole((view, ratio, calibrated): (Vec<ViewRecord>, f64, bool)) -> Read {
+        Read {
+            start_seq: view.first().map_or(0, |r| r.seq),
+            view,
+            ratio,
+            calibrated,
+            unread: None,
+            cut: None,
+        }
+    }
+}
+
 /// The start of a long context that the budget leaves out, counted from the stored records
 /// without reading them.
 pub(crate) struct Unread {
@@ -328,71 +342,24 @@ pub(crate) fn reads_whole() -> bool {
     WHOLE.with(Cell::get)
 }
 
-/// Records read back from the end of a long context at first, doubling each time.
-const FIRST_CHUNK: u64 = 512;
-
 /// The context as `build_context` needs it. Without a budget, all of it. With one, the context is
 /// read back from its end only as far as the budget decides: until the records read decide the
 /// tokens-per-character ratio (`ratio_from_end`: at once when no record reported usage, else once
 /// the latest usage is read with so many characters before it that it does not calibrate) and
-/// hold at least two whole turns that do not fit before the cut. The messages sent are then exactly those a read of
-/// the whole context gives; what lies before the records read is counted (records, turns) from
-/// the stored positions.
+/// hold at least two whole turns that do not fit before the cut (`read_back.rs`). The messages
+/// sent are then exactly those a read of the whole context gives; what lies before the records
+/// read is counted (records, turns) from the stored positions.
 fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) -> Result<Read> {
-    let whole = |conn| -> Result<Read> {
-        let (view, ratio, calibrated) = view_and_ratio(conn, s)?;
-        Ok(Read {
-            start_seq: view.first().map_or(0, |r| r.seq),
-            view,
-            ratio,
-            calibrated,
-            unread: None,
-            cut: None,
-        })
-    };
+    let whole = |conn| view_and_ratio(conn, s).map(Read::whole);
     if o.max_tokens.is_none() && o.max_messages.is_none() || WHOLE.with(Cell::get) {
         return whole(conn);
     }
-    let tail = s.read_tail(conn)?;
-    let start = crate::session::compaction_point::start(conn, s.num, &tail.state)?;
-    let Some(last) = tail.next_seq.checked_sub(1) else {
+    let Some(mut back) = read_back::ReadBack::new(conn, s)? else {
         return whole(conn);
     };
-    // The current branch from the start of the context, as seq ranges.
-    let segments: Vec<(u64, u64)> = tail
-        .state
-        .path(last)
-        .into_iter()
-        .filter(|&(_, to)| to >= start.seq)
-        .map(|(from, to)| (from.max(start.seq), to))
-        .collect();
-    // The latest usage (by the index), and the ratio if it does not calibrate.
-    let latest = crate::storage::records::latest_usage(conn, s.num, &segments)?;
-    let fallback = start
-        .tokens_per_char
-        .map_or((DEFAULT_TOKENS_PER_CHAR, false), |r| (r, true));
-    // Read back: chunks of records, newest first; `at` is where the next chunk ends.
-    let mut chunks: Vec<Vec<ViewRecord>> = Vec::new();
-    let mut chars: Vec<Vec<u64>> = Vec::new();
-    let mut at = segments.len().checked_sub(1).map(|i| (i, segments[i].1));
-    let mut size = FIRST_CHUNK;
-    while let Some((i, upper)) = at {
-        let from = segments[i].0.max(upper.saturating_sub(size - 1));
-        let chunk = crate::storage::records::view_from(conn, s.num, from, &[(from, upper)])?;
-        chars.push(chunk.iter().map(|r| estimate_chars(&r.message)).collect());
-        chunks.push(chunk);
-        at = if from > segments[i].0 {
-            Some((i, from - 1))
-        } else {
-            i.checked_sub(1).map(|j| (j, segments[j].1))
-        };
-        if at.is_none() {
-            break;
-        }
-        size = (size * 2).min(1 << 16);
-        let view: Vec<&ViewRecord> = chunks.iter().rev().flatten().collect();
-        let sizes: Vec<u64> = chars.iter().rev().flatten().copied().collect();
-        let Some((ratio, calibrated)) = ratio_from_end(&view, &sizes, latest, fallback) else {
+    while back.read_more(conn, s.num)? {
+        let (view, sizes) = back.view();
+        let Some((ratio, calibrated)) = back.ratio(&view, &sizes) else {
             continue;
         };
         // Until what was read could be over the budget once shaped (at most `most` characters
@@ -409,8 +376,7 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
                 let per_record = (read_chars / view.len().max(1) as u64).max(1);
                 // A quarter more than the budget holds: the turns left out must be read too.
                 let needed = (t as f64 / ratio) as u64 / per_record * 5 / 4;
-                size = size.max(needed.saturating_sub(view.len() as u64) + FIRST_CHUNK);
-                size = size.min(1 << 20);
+                back.read_at_least(needed.saturating_sub(view.len() as u64));
             }
             continue;
         }
@@ -428,7 +394,14 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         }
         let first_seq = view[first].seq;
         let first_index = view[first].index;
-        let unread = unread_part(conn, s.num, &segments, &start, first_seq, first_index)?;
+        let unread = unread_part(
+            conn,
+            s.num,
+            &back.segments,
+            &back.start,
+            first_seq,
+            first_index,
+        )?;
         return Ok(Read {
             view: Vec::new(),
             ratio,
@@ -439,20 +412,13 @@ fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) 
         });
     }
     // Read to its start: it is the whole context.
-    let mut view: Vec<ViewRecord> = start.summary.into_iter().collect();
-    view.extend(chunks.into_iter().rev().flatten());
-    let (ratio, calibrated) = match (calibrate(&view), start.tokens_per_char) {
+    let before = back.start.tokens_per_char;
+    let view = back.into_whole();
+    let (ratio, calibrated) = match (calibrate(&view), before) {
         ((_, false), Some(before)) => (before, true),
         (found, _) => found,
     };
-    Ok(Read {
-        start_seq: view.first().map_or(0, |r| r.seq),
-        view,
-        ratio,
-        calibrated,
-        unread: None,
-        cut: None,
-    })
+    Ok(Read::whole((view, ratio, calibrated)))
 }
 
 /// How many characters shaping can add to a record's estimate, at most: a string content

@@ -83,10 +83,17 @@ impl ReadBack {
         Ok(self.at.is_some())
     }
 
-    /// Makes the next read take `n` records at least (a quarter more: the turns before a cut
-    /// must be read too), up to 1,048,576.
+    /// Makes the next read take `n` records more at least, up to 1,048,576.
     pub fn read_at_least(&mut self, n: u64) {
-        self.size = self.size.max(n.saturating_mul(5) / 4).min(1 << 20);
+        self.size = self.size.max(n.saturating_add(FIRST_CHUNK)).min(1 << 20);
+    }
+
+    /// Everything read, once the context was read to its start: the whole context, its summary
+    /// first.
+    pub fn into_whole(self) -> Vec<ViewRecord> {
+        let mut view: Vec<ViewRecord> = self.start.summary.into_iter().collect();
+        view.extend(self.chunks.into_iter().rev().flatten());
+        view
     }
 
     /// The records read, oldest first, and their estimated characters.
