@@ -205,10 +205,12 @@ class Controller {
 
   // Notes whether the worker stopped holding SQLite's write lock (inside a commit), once it is
   // stopped: such a stop holds up the others' commits until it ends, as SQLite's lock does.
-  noteInCommit(w, stop, tries = 0) {
+  noteInCommit(w, stop) {
     if (stop.end !== null || w.dead) return
     if (!faults.isStopped(w.proc.pid)) {
-      if (tries < 50) setTimeout(() => this.noteInCommit(w, stop, tries + 1), 1)
+      // Until the kernel has stopped it (on a busy machine that can take a while), for as long as
+      // the stop lasts.
+      setTimeout(() => this.noteInCommit(w, stop), 1)
       return
     }
     stop.inCommit = faults.holdsWriteLock(w.proc.pid, fs.realpathSync(this.paths.real))
