@@ -134,16 +134,6 @@ pub(crate) struct Touch {
     pub records: u64,
 }
 
-thread_local! {
-    /// This thread's next wait for the write lock gives up at once (`wait_busy` reads it).
-    static NO_WAIT: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the current wait for a write lock is to give up at once (see `NO_WAIT`).
-pub(crate) fn no_wait() -> bool {
-    NO_WAIT.get()
-}
-
 fn run(c: &Connection, sql: &'static str) -> Result<()> {
     c.prepare_cached(sql)?.execute([])?;
     Ok(())
@@ -152,9 +142,7 @@ fn run(c: &Connection, sql: &'static str) -> Result<()> {
 /// Takes the write lock; false, without waiting, if another connection holds it and `wait` is
 /// false.
 fn begin(c: &Connection, wait: bool) -> Result<bool> {
-    NO_WAIT.set(!wait);
-    let r = run(c, "BEGIN IMMEDIATE");
-    NO_WAIT.set(false);
+    let r = crate::storage::checkpoint::waiting_if(wait, || run(c, "BEGIN IMMEDIATE"));
     match r {
         Ok(()) => Ok(true),
         Err(Error::StoreBusy(_)) if !wait => Ok(false),

@@ -41,6 +41,20 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{ffi, Connection, OpenFlags};
 
+thread_local! {
+    /// This thread's waits for the write lock give up at once (`waiting_if`): a batch's flush
+    /// does not wait, it is tried again a moment later (batch.rs).
+    static NO_WAIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, in which a wait for the write lock gives up at once unless `wait`.
+pub(crate) fn waiting_if<T>(wait: bool, f: impl FnOnce() -> T) -> T {
+    NO_WAIT.set(!wait);
+    let out = f();
+    NO_WAIT.set(false);
+    out
+}
+
 /// A frame of the log: a 4 KiB page and its 24-byte header.
 const FRAME_BYTES: u64 = 4096 + 24;
 /// Frames between PASSIVE checkpoints (about 4 MiB).
@@ -387,7 +401,7 @@ unsafe extern "C" fn wait_busy(ctx: *mut c_void, count: c_int) -> c_int {
     };
     let waited = now.duration_since(start);
     // A batch's flush does not wait: it is tried again a moment later (batch.rs).
-    if waited >= timeout || crate::storage::batch::no_wait() {
+    if waited >= timeout || NO_WAIT.get() {
         return 0;
     }
     let step = match count {

@@ -104,3 +104,8 @@ fn host_name() -> String {
     }
     std::env::var("COMPUTERNAME").unwrap_or_default()
 }
+
+/// NOT_FOUND for a session deleted (by this process or another) while a handle was open on it.
+pub(crate) fn gone(session_id: &str) -> crate::error::Error {
+    crate::error::Error::NotFound(format!("session '{session_id}' was deleted"))
+}

@@ -53,9 +53,7 @@ pub fn claim(conn: &Db, num: i64, session_id: &str, now_ms: i64) -> Result<i64> 
 }
 
 /// A session deleted while a handle on it stayed open.
-pub(crate) fn gone(session_id: &str) -> crate::error::Error {
-    crate::error::Error::NotFound(format!("session '{session_id}' was deleted"))
-}
+pub(crate) use crate::storage::owner::gone;
 
 /// Gives up ownership if this process holds it.
 pub fn release(conn: &Db, num: i64) -> Result<()> {

@@ -36,7 +36,7 @@ pub(crate) fn claim(c: &mut PgClient, schema: &str, num: i64, session_id: &str) 
         )
         .map_err(mapped)?
         .pop()
-        .ok_or_else(|| crate::storage::ownership::gone(session_id))?;
+        .ok_or_else(|| owner::gone(session_id))?;
     let now: i64 = row.get(4);
     if let Some(pid) = row.get::<_, Option<i64>>(0) {
         let holder = Owner {
