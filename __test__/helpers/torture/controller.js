@@ -17,6 +17,9 @@ const { apply, readByProcess } = require('./results')
 const check = require('./checker')
 const faults = require('./faults')
 
+// How many ops are sent while the PostgreSQL server restarts (see heldForRestart).
+const RESTART_OPS = 24
+
 const ROOT = path.join(__dirname, '..', '..', '..')
 const WORKER = path.join(__dirname, 'worker.js')
 const READER = path.join(__dirname, 'reader.js')
@@ -153,7 +156,7 @@ class Controller {
     for (const w of this.workers.values()) {
       if (!w.ready || w.dead || w.killing) continue
       w.lanes.forEach((l, lane) => {
-        if (l.busy !== null || this.issued >= this.opts.ops) return
+        if (l.busy !== null || this.issued >= this.opts.ops || this.heldForRestart()) return
         const op = this.schedule.next(w, lane, this.issued, now(), (id) => this.alive(id))
         this.send(w, lane, op)
         this.issued++
@@ -223,6 +226,14 @@ class Controller {
     if (!w.dead) w.proc.kill('SIGCONT')
   }
 
+  // While the server restarts, every op fails at once (STORE_IO), and `pg_ctl restart` takes from
+  // 0.2 s to several seconds on a busy machine: left to run, the ops of a run would be spent
+  // against a server that is down. RESTART_OPS ops meet the restart; the rest wait for its end.
+  heldForRestart() {
+    const f = this.serverFault && this.serverFaults[this.serverFaults.length - 1]
+    return !!f && f.kind === 'restart' && this.issued - f.i >= RESTART_OPS
+  }
+
   serverFaulted(kind, fn) {
     const f = { kind, i: this.issued, start: now(), end: null }
     this.stats.faults[kind]++
@@ -232,6 +243,7 @@ class Controller {
       if (err) this.add('ERR', f.i, err)
       f.end = now()
       this.serverFault = null
+      this.signal()
     })
   }
 
