@@ -77,7 +77,7 @@ test('packing and installing the published layout', { skip: !supported && `needs
       'cli/commands/doctor.js', 'cli/commands/ls.js', 'cli/commands/rm.js', 'cli/commands/search.js',
       'cli/commands/show.js', 'cli/commands/transfer.js', 'cli/commands/usage.js',
       'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
-      'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
+      'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs', 'lib/esm-require.mjs', 'lib/load-native.js',
       'native.d.ts', 'native.js', 'package.json', 'promise.d.mts', 'promise.d.ts', 'promise.js', 'promise.mjs',
     ])
     const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
