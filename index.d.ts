@@ -674,7 +674,8 @@ export interface RestoreResult {
 
 /**
  * One turn: a prompt and what followed it up to the next prompt (assistant messages, tool
- * results, parallel tool calls included).
+ * results, parallel tool calls, and user messages that are not prompts: interruption notices,
+ * local commands, reminders, `isMeta` records; see `Session.turns`).
  */
 export interface Turn {
   /** 0-based. */
@@ -1371,8 +1372,11 @@ export declare class Session {
   envelopesAsync(range?: EnvelopeRange): Promise<Envelope[]>
 
   /**
-   * The turns, in order. A turn starts at a prompt (a user message with a block that is not a
-   * `tool_result`) and runs to the record before the next prompt.
+   * The turns, in order. A turn starts at a prompt and runs to the record before the next prompt.
+   * A prompt is a user message with a block a person wrote or attached: not a `tool_result`, not
+   * text the agent's harness inserts (an interruption notice, a local command and its output, a
+   * `<system-reminder>`, ...), in a record not marked `isMeta` or `isCompactSummary` (the exact
+   * rule: docs/api.md, "Turns and tokens"). A session's first message always starts a turn.
    *
    * @throws `CLOSED`.
    */

@@ -8,30 +8,10 @@
 // generates for the native module; index.d.ts is the public contract. Values given by callers
 // are typed `any` here: they are unchecked input, validated below or on the native side.
 
-const native = loadNative()
-
-// The generated loader (native.js) tries this folder, then the platform package
-// (threadline-<platform>). When both fail, say which package was wanted and how to get it.
-/** @returns {typeof import('./native.js')} */
-function loadNative() {
-  try {
-    return require('./native.js')
-  } catch (cause) {
-    const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport())
-    const libc = process.platform === 'linux' ? (report?.header?.glibcVersionRuntime ? '-gnu' : '-musl') : ''
-    const abi = process.platform === 'win32' ? '-msvc' : libc
-    const err = new Error(
-      `threadline: could not load the native binary for ${process.platform}-${process.arch}${abi} ` +
-        `(package threadline-${process.platform}-${process.arch}${abi}). Prebuilt binaries exist for linux x64/arm64 ` +
-        '(glibc >= 2.17, musl), darwin x64/arm64 and win32 x64/arm64, installed as optional dependencies: ' +
-        'reinstall without --omit=optional / --no-optional, and keep the lockfile from another platform out of the way ' +
-        '(delete node_modules and package-lock.json, then npm install). Elsewhere, build from a clone (needs Rust). ' +
-        `Cause: ${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}`,
-    )
-    err.cause = cause
-    throw err
-  }
-}
+// lib/load-native.js loads the generated loader (native.js) from CommonJS, ESM and bundles, and
+// says what was wrong when it cannot. `path` and `fs` come from there too: in an ESM bundle a
+// later require('node:path') would meet esbuild's stub.
+const { native, path: nodePath, fs: nodeFs } = require('./lib/load-native.js').loadNative()
 
 /** @typedef {import('./native.js').NativeSession} NativeSession */
 /** @typedef {import('./native.js').NativeStore} NativeStore */
@@ -68,11 +48,25 @@ function recode(err) {
   return err
 }
 
+// What a caller gave, for "got ..." in messages: "undefined", "an object", "a number", and for a
+// Promise (a forgotten `await`) the likely mistake.
 /** @param {unknown} v */
 function describe(v) {
   if (v === null) return 'null'
+  if (v === undefined) return 'undefined'
+  if (isThenable(v)) return 'a Promise: did you forget await?'
   if (Array.isArray(v)) return 'an array'
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`
+}
+
+/** @param {unknown} v */
+function isThenable(v) {
+  if ((typeof v !== 'object' && typeof v !== 'function') || v === null) return false
+  try {
+    return typeof (/** @type {any} */ (v).then) === 'function'
+  } catch {
+    return false
+  }
 }
 
 // The store takes JSON nested at most this deep (the Rust side enforces it too).
@@ -310,7 +304,7 @@ function isArray(v, what) {
  */
 function checkRecord(input, what) {
   if (typeof input === 'string') return
-  if (input === null || typeof input !== 'object' || isArray(input, what)) {
+  if (input === null || typeof input !== 'object' || isArray(input, what) || isThenable(input)) {
     throw fail('INVALID_INPUT', `${what}: expected a message, an envelope or a string, got ${describe(input)}`)
   }
 }
@@ -446,7 +440,21 @@ function rangeOf(range, what) {
 function pathArg(path, what) {
   if (path === undefined || path === null) return null
   if (typeof path !== 'string') throw fail('INVALID_INPUT', `${what}: path: expected a string, got ${describe(path)}`)
+  // SQLite would only say "unable to open database file".
+  if (isDirectory(path)) {
+    throw fail('INVALID_INPUT', `${what}: path: ${path} is a directory; a store is a file path (e.g. ${nodePath.join(path, 'threadline.db')})`)
+  }
   return path
+}
+
+// A path stat cannot read (no entry, no permission, a NUL byte) is left to the native side's errors.
+/** @param {string} path */
+function isDirectory(path) {
+  try {
+    return path !== '' && nodeFs.statSync(path, { throwIfNoEntry: false })?.isDirectory() === true
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -1502,7 +1510,7 @@ function importSource(source) {
     throw fail('INVALID_INPUT', `import: source.format: expected one of ${IMPORT_FORMATS.map((f) => `'${f}'`).join(', ')}, got ${shown(s.format)}`)
   }
   if (typeof s.path !== 'string' || s.path === '') throw fail('INVALID_INPUT', `import: source.path: expected a file or folder path, got ${describe(s.path)}`)
-  return { format: s.format, path: require('node:path').resolve(s.path) }
+  return { format: s.format, path: nodePath.resolve(s.path) }
 }
 
 /** @param {any} options */

@@ -11,9 +11,10 @@ const path = require('node:path')
 const { spawn } = require('node:child_process')
 const { once } = require('node:events')
 
-const { lib, tmpDir, readInNewProcess, expectError, openReadonlyDb, jsonClone } = require('./helpers/util')
+const { lib, tmpDir, readInNewProcess, expectError, expectRejection, openReadonlyDb, jsonClone } = require('./helpers/util')
 
 const { Store, Session } = lib
+const { Store: PromiseStore } = require('../promise.js')
 
 const SQL_ID = "'; DROP TABLE records; --"
 
@@ -91,6 +92,15 @@ describe('a table of bad input: code, path in the message, and an intact store a
     ['a number instead of a record', () => session.append(42), 'INVALID_INPUT', 'append: ', 'number'],
     ['null instead of a record', () => session.append(null), 'INVALID_INPUT', 'append: ', 'null'],
     ['an array instead of a record', () => session.append([{ role: 'user', content: 'x' }]), 'INVALID_INPUT', 'append: ', 'array'],
+    // a forgotten await hands append a Promise: say so, not "type: required ..."
+    ['a Promise instead of a record', () => session.append(Promise.resolve({ role: 'user', content: 'x' })), 'INVALID_INPUT',
+      'append: expected a message, an envelope or a string, got a Promise: did you forget await?'],
+    ['a thenable instead of a record', () => session.append({ then() {} }), 'INVALID_INPUT', 'got a Promise: did you forget await?'],
+    ['a Promise in appendMany', () => session.appendMany(['x', Promise.resolve('y')]), 'INVALID_INPUT', 'appendMany: [1]: ', 'got a Promise: did you forget await?'],
+    ['undefined instead of a record', () => session.append(undefined), 'INVALID_INPUT', /^append: expected a message, an envelope or a string, got undefined$/],
+    ['an object instead of an array', () => session.appendMany({}), 'INVALID_INPUT', /^appendMany: expected an array, got an object$/],
+    ['Store.open with a Promise path', () => Store.open(Promise.resolve(otherFile())), 'INVALID_INPUT', 'open: path: expected a string, got a Promise: did you forget await?'],
+    ['Store.open with a directory', () => Store.open(dir), 'INVALID_INPUT', /^open: path: .* is a directory; a store is a file path \(e\.g\. .*threadline\.db\)$/],
     ['role is a number', () => session.append({ role: 1, content: 'x' }), 'INVALID_INPUT', 'append: role: '],
     ['role is unknown', () => session.append({ role: 'robot', content: 'x' }), 'INVALID_INPUT', 'append: role: ', 'robot'],
     ["role 'system' is not a message role", () => session.append({ role: 'system', content: 'x' }), 'INVALID_INPUT', 'append: role: '],
@@ -417,9 +427,21 @@ describe('files that are not usable stores', () => {
     ro.close()
   })
 
-  test('a directory as store path: STORE_IO naming the path', (t) => {
+  test('a directory as store path: INVALID_INPUT saying it is a directory, from both APIs; nothing is created in it', async (t) => {
     const dir = tmpDir(t)
-    expectError(() => Store.open(dir), 'STORE_IO', dir)
+    expectError(() => Store.open(dir), 'INVALID_INPUT', `open: path: ${dir} is a directory; a store is a file path`)
+    await expectRejection(Store.openAsync(dir), 'INVALID_INPUT', `openAsync: path: ${dir} is a directory`)
+    await expectRejection(PromiseStore.open(dir), 'INVALID_INPUT', `open: path: ${dir} is a directory`)
+    assert.deepEqual(fs.readdirSync(dir), [])
+  })
+
+  test('the promise API says a Promise was given where a record was due (a forgotten await)', async (t) => {
+    const store = await PromiseStore.open(path.join(tmpDir(t), 'p.db'))
+    const s = await store.createSession()
+    await expectRejection(s.append(s.append('x')), 'INVALID_INPUT', 'append: expected a message, an envelope or a string, got a Promise: did you forget await?')
+    await expectRejection(s.append(undefined), 'INVALID_INPUT', /got undefined$/)
+    assert.deepEqual((await s.messages()).map((m) => m.content[0].text), ['x'])
+    await store.close()
   })
 })
 

@@ -4,7 +4,9 @@
 // tarballs are installed into a fresh project with a PATH that has no cargo or rustc and with
 // install scripts enabled. There, CommonJS and ESM scripts open a store, append, and read back in
 // a new process; tsc --strict compiles a consumer under module nodenext and bundler resolution;
-// an esbuild bundle runs from another folder.
+// esbuild bundles (cjs and esm output) of CommonJS and ESM apps through both entry points run from
+// another folder; the docs ship and every link in them resolves inside the installed package; the
+// manifest has no install-time script, and packing builds nothing.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -47,6 +49,46 @@ function pathWithoutRust() {
   return clean.join(path.delimiter)
 }
 
+// GitHub's heading anchors: lower case, punctuation dropped, each space a hyphen, repeats numbered.
+function anchors(md) {
+  const out = new Set()
+  for (const line of md.replace(/^```[\s\S]*?^```/gm, '').split('\n')) {
+    const m = /^#{1,6}\s+(.*?)\s*$/.exec(line)
+    if (!m) continue
+    const text = m[1].replace(/`/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    const slug = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')
+    let s = slug
+    for (let n = 1; out.has(s); n++) s = `${slug}-${n}`
+    out.add(s)
+  }
+  return out
+}
+
+// The links of the installed package's README and docs that do not resolve inside it: a relative
+// link to a file that is not there (or outside the package), or to a heading that is not there;
+// and the docs/*.md the type declarations and the README name in their text.
+function brokenLinks(pkgDir) {
+  const problems = []
+  const docs = fs.readdirSync(path.join(pkgDir, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)
+  for (const rel of ['README.md', 'CHANGELOG.md', ...docs]) {
+    const file = path.join(pkgDir, rel)
+    const md = fs.readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```/gm, '')
+    for (const [, target] of md.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue
+      const [p, hash] = target.split('#')
+      const dest = p === '' ? file : path.resolve(path.dirname(file), p)
+      if (!dest.startsWith(pkgDir + path.sep) || !fs.existsSync(dest)) problems.push(`${rel}: (${target}) is not in the package`)
+      else if (hash && dest.endsWith('.md') && !anchors(fs.readFileSync(dest, 'utf8')).has(hash)) problems.push(`${rel}: (${target}): no such heading`)
+    }
+  }
+  for (const rel of ['README.md', 'index.d.ts', 'index.d.mts', 'promise.d.ts', 'promise.d.mts']) {
+    for (const [named] of fs.readFileSync(path.join(pkgDir, rel), 'utf8').matchAll(/\bdocs\/[\w.-]+\.md\b/g)) {
+      if (!fs.existsSync(path.join(pkgDir, named))) problems.push(`${rel}: names ${named}, which is not in the package`)
+    }
+  }
+  return problems
+}
+
 function pack(dir, dest) {
   const out = JSON.parse(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dest], { cwd: dir }))
   return { file: path.join(dest, out[0].filename), files: out[0].files.map((f) => f.path).sort(), size: out[0].size }
@@ -72,19 +114,36 @@ test('packing and installing the published layout', { skip: !supported && `needs
     state.platform = pack(platformDir, tarballs)
     assert.deepEqual(state.platform.files, ['README.md', nodeFile, 'package.json'].sort())
     state.root = pack(root, tarballs)
+    const docs = fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)
+    assert.ok(docs.includes('docs/api.md') && docs.includes('docs/recovery.md'))
     assert.deepEqual(state.root.files, [
       'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/threadline.js',
       'cli/commands/doctor.js', 'cli/commands/ls.js', 'cli/commands/rm.js', 'cli/commands/search.js',
       'cli/commands/show.js', 'cli/commands/transfer.js', 'cli/commands/usage.js',
       'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
-      'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
+      ...docs,
+      'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs', 'lib/esm-require.mjs', 'lib/load-native.js',
       'native.d.ts', 'native.js', 'package.json', 'promise.d.mts', 'promise.d.ts', 'promise.js', 'promise.mjs',
-    ])
-    const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
-    assert.equal(manifest.scripts.install, undefined, 'no install script: users never build')
-    assert.equal(manifest.scripts.preinstall, undefined)
-    assert.equal(manifest.scripts.postinstall, undefined)
+    ].sort())
+  })
+
+  await t.test('the packed manifest has no install-time script, and names the repository', () => {
+    const manifest = JSON.parse(run('tar', ['-xzOf', state.root.file, 'package/package.json']))
+    for (const s of ['preinstall', 'install', 'postinstall', 'prepare']) {
+      assert.equal(manifest.scripts?.[s], undefined, `scripts.${s}: npm would run it when the package is installed`)
+    }
     assert.equal(manifest.optionalDependencies[`threadline-linux-${arch}-gnu`], manifest.version)
+    assert.deepEqual(manifest.repository, { type: 'git', url: 'git+https://github.com/threadline-dev/threadline.git' })
+    assert.equal(manifest.homepage, 'https://github.com/threadline-dev/threadline#readme')
+    assert.deepEqual(manifest.bugs, { url: 'https://github.com/threadline-dev/threadline/issues' })
+  })
+
+  await t.test('npm pack with scripts enabled builds nothing (it works with no Rust toolchain)', () => {
+    const env = { ...process.env, PATH: pathWithoutRust(), npm_config_update_notifier: 'false' }
+    const before = fs.statSync(path.join(root, 'native.js')).mtimeMs
+    const out = JSON.parse(run('npm', ['pack', '--dry-run', '--json'], { cwd: root, env }))
+    assert.equal(out[0].name, 'threadline')
+    assert.equal(fs.statSync(path.join(root, 'native.js')).mtimeMs, before, 'native.js was not regenerated')
   })
 
   const project = path.join(work, 'consumer')
@@ -129,6 +188,33 @@ test('packing and installing the published layout', { skip: !supported && `needs
     const listed = JSON.parse(run('npx', ['--no-install', 'threadline', 'ls', '--json', '--store', dbFile], { cwd: project, env }))
     assert.deepEqual(listed.map((s) => s.id), ['cjs'])
     assert.match(run('npx', ['--no-install', 'threadline', 'show', 'cjs', '--store', dbFile], { cwd: project, env }), /hello from CommonJS/)
+  })
+
+  await t.test('the docs ship: every link of the README and docs, and every doc the types name, resolves in the installed package', () => {
+    const installed = path.join(project, 'node_modules', 'threadline')
+    assert.ok(fs.existsSync(path.join(installed, 'docs', 'api.md')))
+    assert.ok(fs.existsSync(path.join(installed, 'LICENSE')))
+    assert.deepEqual(brokenLinks(installed), [])
+  })
+
+  await t.test("threadline doctor's hint names a guide that is in the installed package", () => {
+    const broken = path.join(work, 'doctor.db')
+    fs.writeFileSync(path.join(project, 'cut.cjs'), `
+      const { Store } = require('threadline')
+      const store = Store.open(process.argv[2])
+      const s = store.createSession({ id: 'cut' })
+      s.append('run ls')
+      s.append({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'Bash', input: { command: 'ls' } }] })
+      store.close()
+    `)
+    run(process.execPath, ['cut.cjs', broken], { cwd: project, env })
+    const r = spawnSync('npx', ['--no-install', 'threadline', 'doctor', '--store', broken], { cwd: project, env, encoding: 'utf8' })
+    assert.equal(r.status, 3, r.stdout + r.stderr)
+    const hint = /call recover\(\) to repair it \((.+\.md)\)/.exec(r.stdout)
+    assert.ok(hint, r.stdout)
+    const doc = fs.realpathSync(hint[1])
+    assert.ok(doc.startsWith(fs.realpathSync(path.join(project, 'node_modules', 'threadline')) + path.sep), doc)
+    assert.match(fs.readFileSync(doc, 'utf8'), /recover\(\)/)
   })
 
   await t.test('ESM: named and default imports, append, read back in a new process', () => {
@@ -213,35 +299,104 @@ test('packing and installing the published layout', { skip: !supported && `needs
     assert.match(wrong.stdout, /wrong\.ts\(2,12\): error TS2345/)
   })
 
-  await t.test('without its platform package (--omit=optional), require says which package is missing', () => {
+  await t.test('without its platform package (--omit=optional), require and import say which package is missing and to reinstall', () => {
     const pkg = path.join(project, 'node_modules', `threadline-linux-${arch}-gnu`)
     const aside = path.join(work, 'aside')
     fs.renameSync(pkg, aside)
     try {
-      const r = spawnSync(process.execPath, ['-e', "require('threadline')"], { cwd: project, env, encoding: 'utf8' })
-      assert.notEqual(r.status, 0)
-      assert.match(r.stderr, new RegExp(`could not load the native binary for linux-${arch}-gnu \\(package threadline-linux-${arch}-gnu\\)`))
-      assert.match(r.stderr, /--omit=optional/)
+      for (const args of [['-e', "require('threadline')"], ['--input-type=module', '-e', "import 'threadline/promise'"]]) {
+        const r = spawnSync(process.execPath, args, { cwd: project, env, encoding: 'utf8' })
+        assert.notEqual(r.status, 0)
+        assert.match(r.stderr, new RegExp(`could not load the native binary for linux-${arch}-gnu \\(package threadline-linux-${arch}-gnu\\)`))
+        assert.match(r.stderr, /reinstall without --omit=optional/)
+        assert.match(r.stderr, new RegExp(`Cause: Cannot find module 'threadline-linux-${arch}-gnu'`))
+      }
     } finally {
       fs.renameSync(aside, pkg)
     }
   })
 
-  await t.test('an esbuild bundle (--loader:.node=copy) runs from another folder', () => {
-    fs.writeFileSync(path.join(project, 'app.js'), `
-      const { Store } = require('threadline')
+  await t.test('a binary that is there but cannot be loaded is reported as such, not blamed on the install', () => {
+    const file = path.join(project, 'node_modules', `threadline-linux-${arch}-gnu`, nodeFile)
+    const good = path.join(work, 'good.node')
+    fs.copyFileSync(file, good)
+    fs.writeFileSync(file, 'not a shared object')
+    try {
+      const r = spawnSync(process.execPath, ['-e', "require('threadline')"], { cwd: project, env, encoding: 'utf8' })
+      assert.notEqual(r.status, 0)
+      assert.match(r.stderr, new RegExp(`the native binary for linux-${arch}-gnu \\(package threadline-linux-${arch}-gnu\\) was found but could not be loaded: .*${nodeFile.replace(/\./g, '\\.')}`))
+      assert.doesNotMatch(r.stderr, /--omit=optional|reinstall/)
+    } finally {
+      fs.copyFileSync(good, file)
+    }
+  })
+
+  await t.test('esbuild bundles (--loader:.node=copy), cjs and esm output, of CommonJS and ESM apps through threadline and threadline/promise run from another folder', () => {
+    // Each app appends a prompt and reads it back in a new store handle.
+    const sync = () => `
       const store = Store.open(process.argv[2])
-      const s = store.createSession({ id: 'bundled' })
-      s.append('from a bundle')
-      console.log(JSON.stringify(Store.open(process.argv[2]).openSession('bundled').messages[0]))
-    `)
-    run(bin('esbuild'), ['app.js', '--bundle', '--platform=node', '--loader:.node=copy', '--outdir=dist', '--log-level=warning'], { cwd: project, env })
-    const elsewhere = path.join(work, 'elsewhere')
-    fs.cpSync(path.join(project, 'dist'), elsewhere, { recursive: true })
-    fs.rmSync(path.join(project, 'node_modules'), { recursive: true })
-    assert.ok(fs.readdirSync(elsewhere).some((f) => f.endsWith('.node')), 'the binary was copied beside the bundle')
-    const out = run(process.execPath, ['app.js', path.join(work, 'bundled.db')], { cwd: elsewhere, env })
-    assert.deepEqual(JSON.parse(out), { role: 'user', content: [{ type: 'text', text: 'from a bundle' }] })
+      store.createSession({ id: 's' }).append('from a bundle')
+      console.log(JSON.stringify(Store.open(process.argv[2]).openSession('s').messages))`
+    const promised = `
+      Store.open(process.argv[2])
+        .then(async (store) => {
+          await (await store.createSession({ id: 's' })).append('from a bundle')
+          const again = await Store.open(process.argv[2])
+          console.log(JSON.stringify(await (await again.openSession('s')).messages()))
+        })
+        .catch((e) => { console.error(e); process.exit(1) })`
+    const apps = {
+      'sync.cjs': `const { Store } = require('threadline')\n${sync()}`,
+      'promise.cjs': `const { Store } = require('threadline/promise')\n${promised}`,
+      'sync.mjs': `import { Store } from 'threadline'\n${sync()}`,
+      'promise.mjs': `import { Store } from 'threadline/promise'\n${promised}`,
+      'default.mjs': `import threadline from 'threadline'\nconst { Store } = threadline\n${sync()}`,
+    }
+    const builds = [
+      ...Object.keys(apps).map((app) => [app, 'cjs']),
+      ...Object.keys(apps).filter((app) => app.endsWith('.mjs')).map((app) => [app, 'esm']),
+    ]
+    const elsewhere = path.join(work, 'bundles')
+    for (const [app, format] of builds) {
+      fs.writeFileSync(path.join(project, app), apps[app])
+      const out = path.join(project, 'dist', `${app}-${format}`)
+      const r = spawnSync(bin('esbuild'), [app, '--bundle', '--platform=node', `--format=${format}`, '--loader:.node=copy',
+        `--outdir=${out}`, `--out-extension:.js=${format === 'esm' ? '.mjs' : '.cjs'}`, '--log-level=warning'], { cwd: project, env, encoding: 'utf8' })
+      assert.equal(r.status, 0, r.stderr)
+      assert.equal(r.stderr, '', `esbuild warned for ${app} (${format}):\n${r.stderr}`)
+      assert.ok(fs.readdirSync(out).some((f) => f.endsWith('.node')), `${app} (${format}): the binary was copied beside the bundle`)
+      fs.cpSync(out, path.join(elsewhere, `${app}-${format}`), { recursive: true })
+    }
+    // No node_modules anywhere the bundles could find: they run on what they carry.
+    const modules = path.join(project, 'node_modules')
+    const aside = path.join(work, 'node_modules-aside')
+    fs.renameSync(modules, aside)
+    try {
+      for (const [app, format] of builds) {
+        const dir = path.join(elsewhere, `${app}-${format}`)
+        const main = fs.readdirSync(dir).find((f) => /\.[cm]js$/.test(f))
+        const r = spawnSync(process.execPath, [main, path.join(work, `bundled-${app}-${format}.db`)], { cwd: dir, env, encoding: 'utf8' })
+        assert.equal(r.status, 0, `${app} bundled as ${format}:\n${r.stderr}`)
+        assert.deepEqual(JSON.parse(r.stdout), [{ role: 'user', content: [{ type: 'text', text: 'from a bundle' }] }], `${app} (${format})`)
+      }
+    } finally {
+      fs.renameSync(aside, modules)
+    }
+  })
+
+  await t.test('a CommonJS require bundled into ESM output says so and how to fix it (not the install); with a require banner it runs', () => {
+    const build = (out, extra = []) => run(bin('esbuild'), ['sync.cjs', '--bundle', '--platform=node', '--format=esm', '--loader:.node=copy',
+      `--outfile=${out}`, '--log-level=error', ...extra], { cwd: project, env })
+    build('dist/cjs-in-esm/app.mjs')
+    const r = spawnSync(process.execPath, ['dist/cjs-in-esm/app.mjs', path.join(work, 'cjs-in-esm.db')], { cwd: project, env, encoding: 'utf8' })
+    assert.notEqual(r.status, 0)
+    assert.match(r.stderr, /an ES module bundle in which `require` is a stub/)
+    assert.match(r.stderr, /import \{ Store \} from 'threadline'/)
+    assert.match(r.stderr, /The installed package is not at fault/)
+    assert.doesNotMatch(r.stderr, /--omit=optional/)
+    build('dist/cjs-in-esm-banner/app.mjs', ["--banner:js=import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"])
+    const ok = run(process.execPath, ['dist/cjs-in-esm-banner/app.mjs', path.join(work, 'cjs-in-esm-banner.db')], { cwd: project, env })
+    assert.equal(JSON.parse(ok)[0].content[0].text, 'from a bundle')
   })
 
   console.log(`# root tarball ${state.root?.size} bytes, platform tarball ${state.platform?.size} bytes`)

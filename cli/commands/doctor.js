@@ -2,8 +2,12 @@
 // threadline doctor: what needs attention: sessions left active by a process that is gone,
 // repairs recover() would make, and the store's integrity check.
 
+const path = require('node:path')
 const { colours, print, printJson, jsonText, field, EXIT } = require('../output.js')
 const { withStore } = require('../store.js')
+
+// The guide ships in the package (docs/), so the hint is a path that opens where it is installed.
+const RECOVERY_DOC = path.join(__dirname, '..', '..', 'docs', 'recovery.md')
 
 async function doctor(opts) {
   return withStore(opts, (store) => {
@@ -34,7 +38,7 @@ async function doctor(opts) {
       `integrity: ${integrity.sessions} sessions, ${integrity.records} records, ${integrity.blobs} blobs checked, ${integrity.damaged.length + integrity.moreDamaged} damaged ${ok(integrity.ok)}`,
       ...integrity.damaged.slice(0, 20).map((d) => `  ${jsonText(d)}`),
     ]
-    if (!healthy) out.push(c.dim('Open a session and call recover() to repair it (docs/recovery.md).'))
+    if (!healthy) out.push(c.dim(`Open a session and call recover() to repair it (${RECOVERY_DOC}).`))
     print(`${out.join('\n')}\n`)
     return healthy ? EXIT.ok : EXIT.problems
   })
