@@ -90,7 +90,10 @@ test('a start of a parent id names the parent, not its subagents; a subagent by 
   assertOneLineError(r, 2, 'USAGE')
   assert.match(r.stderr, /'agent-a' is the start of 2 session ids \(.*4d5611e5\/agent-a2898e3.*\): give more of it/)
   assertOneLineError(cli('show', '4d5611e5/agent-zz', '--store', storePath), 1, 'NOT_FOUND')
-  // export takes the same ids
+  // search --session and export take the same ids
+  const hits = json('search', 'renderer', '--session', 'agent-a2898e3', '--store', storePath).hits
+  assert.ok(hits.length > 0)
+  assert.deepEqual([...new Set(hits.map((h) => h.sessionId))], [EXPLORE])
   const md = cli('export', 'agent-a2898e3', '--format', 'markdown', '--store', storePath)
   assert.equal(md.status, 0, md.stderr)
   const store = Store.open(storePath, { readonly: true })
