@@ -94,6 +94,10 @@ test('a start of a parent id names the parent, not its subagents; a subagent by 
   const hits = json('search', 'renderer', '--session', 'agent-a2898e3', '--store', storePath).hits
   assert.ok(hits.length > 0)
   assert.deepEqual([...new Set(hits.map((h) => h.sessionId))], [EXPLORE])
+  // search's text names the session as ls does: a top-level one short, a subagent through its parent
+  const text = cli('search', 'renderer', '--limit', '20', '--store', storePath).stdout.split('\n').filter((l) => !l.startsWith(' ') && l.includes(' #'))
+  assert.ok(text.some((l) => l.startsWith('4d5611e5 #')), text.join('\n'))
+  assert.ok(text.some((l) => l.startsWith('4d5611e5/agent-a2898e3 #')), text.join('\n'))
   const md = cli('export', 'agent-a2898e3', '--format', 'markdown', '--store', storePath)
   assert.equal(md.status, 0, md.stderr)
   const store = Store.open(storePath, { readonly: true })
@@ -279,4 +283,5 @@ test('a mistake\'s message says what to do', () => {
   Store.open(empty).close()
   assert.equal(cli('ls', '--store', empty).stdout, "No sessions. (threadline import claude-code ~/.claude/projects brings in Claude Code's)\n")
   assert.equal(cli('ls', '--status', 'failed', '--store', storePath).stdout, 'No sessions match.\n')
+  assert.match(cli('search', 'zzzqqq', '--store', storePath).stdout, /^No matches\. \(words match whole words: try prefix\*; thinking and tool output are searched with --field thinking, --field tool_output\)\n$/)
 })
