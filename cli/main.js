@@ -1,7 +1,7 @@
 'use strict'
-// The command line's commands and options (commander), and how errors become one line and an
-// exit code: 0 done, 1 the store refused (its code in the line), 2 bad usage, 3 doctor found
-// problems.
+// The command line's commands and options (commander), and how errors become one line (a JSON
+// document under --json) and an exit code: 0 done, 1 the store refused (its code in the line),
+// 2 bad usage, 3 doctor found problems.
 
 const { Command, Option, InvalidArgumentError, CommanderError } = require('commander')
 const { errorLine, errorJson, field, print, UsageError, EXIT } = require('./output.js')
