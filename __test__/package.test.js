@@ -120,7 +120,7 @@ test('packing and installing the published layout', { skip: !supported && `needs
       'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/threadline.js',
       'cli/commands/doctor.js', 'cli/commands/ls.js', 'cli/commands/rm.js', 'cli/commands/search.js',
       'cli/commands/show.js', 'cli/commands/transfer.js', 'cli/commands/usage.js',
-      'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
+      'cli/ids.js', 'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
       ...docs,
       'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs', 'lib/esm-require.mjs', 'lib/load-native.js',
       'native.d.ts', 'native.js', 'package.json', 'promise.d.mts', 'promise.d.ts', 'promise.js', 'promise.mjs',

@@ -1,10 +1,10 @@
 'use strict'
-// The command line's commands and options (commander), and how errors become one line and an
-// exit code: 0 done, 1 the store refused (its code in the line), 2 bad usage, 3 doctor found
-// problems.
+// The command line's commands and options (commander), and how errors become one line (a JSON
+// document under --json) and an exit code: 0 done, 1 the store refused (its code in the line),
+// 2 bad usage, 3 doctor found problems.
 
 const { Command, Option, InvalidArgumentError, CommanderError } = require('commander')
-const { errorLine, field, print, UsageError, EXIT } = require('./output.js')
+const { errorLine, errorJson, field, print, UsageError, EXIT } = require('./output.js')
 const { ls } = require('./commands/ls.js')
 const { show } = require('./commands/show.js')
 const { search } = require('./commands/search.js')
@@ -49,15 +49,16 @@ function program() {
     .version(require('../package.json').version)
     .option('--store <path|url>', 'the store: a file path or a postgres:// URL (default: THREADLINE_HOME or the per-user data dir)')
     .option('--json', 'print JSON for scripts')
-    .configureOutput({ outputError: (str, write) => write(`threadline: USAGE: ${field(str.trim().replace(/^error: /, ''))} (see --help)\n`) })
+    .configureOutput({ outputError: (str, write) => (errorsAsJson ? undefined : write(`threadline: USAGE: ${field(usageMessage(str))}\n`)) })
     .exitOverride()
   p.command('ls')
     .description('list sessions, most recently updated first')
-    .option('--project <name>', 'only this project')
+    .option('--project <name>', 'only this project: its path, last component or a unique start of either')
     .addOption(new Option('--status <status>', 'only this status').choices(['active', 'completed', 'failed', 'interrupted']))
     .option('--since <date>', 'updated at or after', since)
     .option('--until <date>', 'updated at or before', until)
-    .option('--limit <n>', 'at most this many', count, 50)
+    .option('--limit <n>', 'at most this many (top-level sessions, each with its subagents)', count, 50)
+    .option('--flat', 'one row per session, subagents too, not indented under their parent')
     .action(run((o) => ls(o)))
   p.command('show <id>')
     .description('print a session (an id or an unambiguous start of one); tool calls and thinking folded')
@@ -65,13 +66,14 @@ function program() {
     .action(run((o, id) => show(id, o)))
   p.command('search <query>')
     .description('search every session: words, "phrases", prefix*, a OR b, -excluded')
-    .option('--project <name>', 'only this project')
-    .option('--session <id>', 'only this session')
+    .option('--project <name>', 'only this project: its path, last component or a unique start of either')
+    .option('--session <id>', 'only this session (an id or a start of one)')
     .addOption(new Option('--role <role>', 'only this role (repeatable)').choices(['user', 'assistant']).argParser(list))
     .addOption(new Option('--field <field>', 'search these fields (repeatable; default text, tool_input)').choices(['text', 'thinking', 'tool_input', 'tool_output']).argParser(list))
     .option('--since <date>', 'at or after', since)
     .option('--until <date>', 'at or before', until)
     .option('--limit <n>', 'at most this many hits', count, 20)
+    .option('--cursor <cursor>', 'the next page: the nextCursor of the previous page (same query and options)')
     .action(run((o, q) => search(q, o)))
   p.command('import <format> <path>')
     .description("bring in another agent's sessions: format claude-code (a file, a project folder or ~/.claude/projects), codex (~/.codex/sessions), pi (~/.pi/agent/sessions) or fspec (a codelet data directory, ~/.fspec)")
@@ -85,7 +87,7 @@ function program() {
   p.command('usage')
     .description('tokens and cost per day, project, session or model')
     .addOption(new Option('--by <key>', 'group by').choices(['day', 'project', 'session', 'model']).default('day'))
-    .option('--project <name>', 'only this project')
+    .option('--project <name>', 'only this project: its path, last component or a unique start of either')
     .option('--since <date>', 'responses at or after', since)
     .option('--until <date>', 'responses at or before', until)
     .option('--prices <file>', 'a JSON price table that overrides the built-in one (USD per million tokens)')
@@ -95,12 +97,25 @@ function program() {
     .option('--quick', 'the quicker integrity check of the file')
     .action(run((o) => doctor(o)))
   p.command('rm <id>')
-    .description('delete a session')
+    .description('delete a session and its subagent sessions (a whole id, or a start of one with --yes)')
+    .option('--yes', 'delete what a start of an id names')
     .action(run((o, id) => rm(id, o)))
   return p
 }
 
 let exitCode = EXIT.ok
+// --json anywhere before `--`: errors too are JSON, on standard output (docs/cli.md)
+let errorsAsJson = false
+
+// A search query may start with `-` (an excluded word), which reads as an option.
+let searching = false
+
+/** Commander's message for bad usage, saying where to look. */
+function usageMessage(str) {
+  const message = str.trim().replace(/^error: /, '')
+  if (searching && /^unknown option '-/.test(message)) return `${message}: a query that starts with - goes after --, e.g. threadline search -- '-draft report'`
+  return `${message} (see --help)`
+}
 
 /** An action: its options merged with the global ones, its exit code kept. */
 function run(fn) {
@@ -113,15 +128,21 @@ function run(fn) {
 
 async function main(argv) {
   exitCode = EXIT.ok
+  const args = argv.slice(2)
+  const options = args.slice(0, args.includes('--') ? args.indexOf('--') : args.length)
+  errorsAsJson = options.includes('--json')
+  searching = options.includes('search')
   try {
     await program().parseAsync(argv)
     return exitCode
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT.ok
+      if (errorsAsJson) print(errorJson(new UsageError(usageMessage(e.message))))
       return EXIT.usage
     }
-    print(`${errorLine(e)}\n`, { stream: process.stderr })
+    if (errorsAsJson) print(errorJson(e))
+    else print(`${errorLine(e)}\n`, { stream: process.stderr })
     if (e instanceof UsageError) return EXIT.usage
     return EXIT.error
   }

@@ -138,23 +138,39 @@ function when(iso) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`
 }
 
+/** A count for people: `1,234,567`. */
+function num(n) {
+  return Number(n).toLocaleString('en-US')
+}
+
 class UsageError extends Error {}
 
 /** Exit codes: docs/cli.md. */
 const EXIT = { ok: 0, error: 1, usage: 2, problems: 3 }
+
+/** An error's code and first line: `USAGE` for bad usage, else its own code (`NOT_FOUND`, `ENOSPC`), else `ERROR`. */
+function errorParts(e) {
+  if (e instanceof UsageError) return { code: 'USAGE', message: e.message.split('\n')[0] }
+  if (e && e.code && typeof e.message === 'string') {
+    // a system error's message starts with its code: 'ENOSPC: no space left on device, write'
+    const message = e.message.split('\n')[0].replace(new RegExp(`^${String(e.code).replace(/\W/g, '')}: `), '')
+    return { code: String(e.code), message }
+  }
+  return { code: 'ERROR', message: e && e.message ? e.message.split('\n')[0] : String(e) }
+}
 
 /**
  * The one line an error prints: `threadline: CODE: message`. A message quotes data (ids, paths,
  * a record's fields): its control characters are shown as text, its first line only.
  */
 function errorLine(e) {
-  if (e instanceof UsageError) return `threadline: USAGE: ${field(e.message.split('\n')[0])}`
-  if (e && e.code && typeof e.message === 'string') {
-    // a system error's message starts with its code: 'ENOSPC: no space left on device, write'
-    const message = e.message.split('\n')[0].replace(new RegExp(`^${String(e.code).replace(/\W/g, '')}: `), '')
-    return `threadline: ${field(e.code)}: ${field(message)}`
-  }
-  return `threadline: ${field(e && e.message ? e.message.split('\n')[0] : String(e))}`
+  const { code, message } = errorParts(e)
+  return code === 'ERROR' ? `threadline: ${field(message)}` : `threadline: ${field(code)}: ${field(message)}`
 }
 
-module.exports = { colours, print, printJson, jsonText, field, text, table, oneLine, when, UsageError, EXIT, errorLine, watchStreams }
+/** An error under --json: `{ "error": { "code", "message" } }`, for a script reading standard output. */
+function errorJson(e) {
+  return `${jsonText({ error: errorParts(e) }, 2)}\n`
+}
+
+module.exports = { colours, print, printJson, jsonText, field, text, table, oneLine, when, num, UsageError, EXIT, errorLine, errorJson, watchStreams }

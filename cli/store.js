@@ -1,9 +1,10 @@
 'use strict'
 // Opening the store a command works on, and finding a session by its id or an unambiguous
-// prefix of it.
+// start of it (cli/ids.js).
 
 const fs = require('node:fs')
 const { Store, defaultStorePath } = require('..')
+const { Ids } = require('./ids.js')
 const { UsageError } = require('./output.js')
 
 function notFound(message) {
@@ -37,20 +38,42 @@ function openStore(opts, options, { create = false } = {}) {
   return Store.open(where, options)
 }
 
-/** The session id `id` names: itself, or the one session whose id starts with it. */
-function resolveId(store, id) {
-  try {
-    store.openSession(id).close()
-    return id
-  } catch (e) {
-    if (e.code !== 'NOT_FOUND') throw e
+/** What the ids of the store's sessions name (cli/ids.js). */
+function idsOf(store) {
+  return new Ids(store.listSessions({ limit: 1_000_000 }))
+}
+
+/**
+ * The session `id` names: itself, a start of one (a parent before its subagents), or a subagent
+ * through its parent or by its own part (cli/ids.js). `{ id, exact, ids }` with `full`.
+ */
+function resolveId(store, id, { full = false } = {}) {
+  const ids = idsOf(store)
+  const r = ids.resolve(id)
+  return full ? { ...r, ids } : r.id
+}
+
+/** A path's last component: `spotter` for `/home/me/src/spotter/`. */
+function lastPart(p) {
+  return p.replace(/[\\/]+$/, '').split(/[\\/]/).pop()
+}
+
+/**
+ * The project `name` names (`--project`): a project's whole path, else its last component
+ * (`spotter` for `/home/me/src/spotter`), else a unique start of either. Several: a usage error
+ * naming them; none: NOT_FOUND naming the projects there are, rather than an empty answer that
+ * reads as "no sessions".
+ */
+function resolveProject(store, name) {
+  const projects = [...new Set(store.listSessions({ limit: 1_000_000 }).map((s) => s.project).filter((p) => typeof p === 'string'))].sort()
+  if (projects.includes(name)) return name
+  const list = (ps) => `${ps.slice(0, 10).map((p) => `"${p}"`).join(', ')}${ps.length > 10 ? `, ... (${ps.length} in all)` : ''}`
+  const tiers = [projects.filter((p) => lastPart(p) === name), projects.filter((p) => p.startsWith(name) || lastPart(p).startsWith(name))]
+  for (const found of tiers) {
+    if (found.length === 1) return found[0]
+    if (found.length > 1) throw new UsageError(`--project "${name}" matches ${found.length} projects: ${list(found)}; give more of the path`)
   }
-  const matches = store.listSessions({ limit: 1_000_000 }).filter((s) => s.id.startsWith(id))
-  if (matches.length === 1) return matches[0].id
-  if (matches.length > 1) {
-    throw new UsageError(`'${id}' is the start of ${matches.length} session ids (${matches.slice(0, 3).map((s) => s.id).join(', ')}, ...): give more of it`)
-  }
-  throw notFound(`no session '${id}'`)
+  throw notFound(projects.length === 0 ? `no project matches "${name}": no session in the store has a project` : `no project matches "${name}"; projects: ${list(projects)}`)
 }
 
 /** Runs `fn(store)` and closes the store after, whatever happens. */
@@ -63,4 +86,4 @@ async function withStore(opts, fn, options, how) {
   }
 }
 
-module.exports = { openStore, resolveId, withStore }
+module.exports = { openStore, resolveId, idsOf, resolveProject, withStore }

@@ -1,8 +1,8 @@
 'use strict'
-// threadline ls: the store's sessions, most recently updated first.
+// threadline ls: the store's sessions, most recently updated first, each with its subagents.
 
-const { colours, print, printJson, table, field, oneLine, when, EXIT } = require('../output.js')
-const { withStore } = require('../store.js')
+const { colours, print, printJson, table, field, oneLine, when, num, EXIT } = require('../output.js')
+const { withStore, idsOf, resolveProject } = require('../store.js')
 
 /** The first thing a person typed in the session, for sessions without a title. */
 function firstPrompt(store, id) {
@@ -21,53 +21,59 @@ function firstPrompt(store, id) {
 }
 
 /**
- * Each UUID's shortest start (8 characters at least) that no other session id of the store
- * shares, as git abbreviates hashes: `show`, `export` and `rm` take it. Time-ordered ids (UUIDv7)
- * of sessions made close together share their first characters, so a fixed cut would not do.
- * Other ids (chosen by people, or a tool's own) are shown whole.
+ * The rows to print: with `flat`, each session as listed; else each top-level session followed
+ * by its subagents (those the filters keep), indented, and a subagent whose parent the filters
+ * left out at the top level. `limit` counts the top-level rows.
  */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-function shortIds(store) {
-  const ids = store.listSessions({ limit: 1_000_000 }).map((s) => s.id).sort()
-  const common = (a, b) => {
-    let i = 0
-    while (i < a.length && i < b.length && a[i] === b[i]) i++
-    return i
+function rows(sessions, ids, { flat, limit }) {
+  if (flat) return sessions.slice(0, limit).map((s) => ({ s, depth: 0 }))
+  const kept = new Map(sessions.map((s) => [s.id, s]))
+  const under = new Map()
+  const heads = []
+  for (const s of sessions) {
+    const p = ids.parentOf(s.id)
+    if (p !== null && kept.has(p)) {
+      if (!under.has(p)) under.set(p, [])
+      under.get(p).push(s)
+    } else heads.push(s)
   }
-  const short = new Map()
-  ids.forEach((id, i) => {
-    const n = Math.max(8, common(id, ids[i - 1] ?? '') + 1, common(id, ids[i + 1] ?? '') + 1)
-    short.set(id, UUID.test(id) ? id.slice(0, n) : id)
-  })
-  return short
+  const out = []
+  const add = (s, depth) => {
+    out.push({ s, depth })
+    for (const k of under.get(s.id) ?? []) add(k, depth + 1)
+  }
+  for (const s of heads.slice(0, limit)) add(s, 0)
+  return out
 }
 
 async function ls(opts) {
   return withStore(opts, (store) => {
-    const filter = { limit: opts.limit }
-    for (const k of ['project', 'status', 'since', 'until']) if (opts[k] !== undefined) filter[k] = opts[k]
-    const sessions = store.listSessions(filter)
+    const ids = idsOf(store)
+    const filter = {}
+    if (opts.project !== undefined) filter.project = resolveProject(store, opts.project)
+    for (const k of ['status', 'since', 'until']) if (opts[k] !== undefined) filter[k] = opts[k]
     if (opts.json) {
-      printJson(sessions)
+      const sessions = store.listSessions({ ...filter, limit: opts.limit })
+      printJson(sessions.map((s) => ({ ...s, parentId: ids.parentOf(s.id) })))
       return EXIT.ok
     }
-    if (sessions.length === 0) {
-      print('No sessions.\n')
+    const shown = rows(store.listSessions({ ...filter, limit: opts.flat ? opts.limit : 1_000_000 }), ids, opts)
+    if (shown.length === 0) {
+      print(ids.byId.size === 0 ? 'No sessions. (threadline import claude-code ~/.claude/projects brings in Claude Code\'s)\n' : 'No sessions match.\n')
       return EXIT.ok
     }
     const c = colours(process.stdout)
-    const short = shortIds(store)
     const width = process.stdout.columns || 120
-    const rows = sessions.map((s) => [
-      c.cyan(field(short.get(s.id) ?? s.id)),
+    const table_ = shown.map(({ s, depth }) => [
+      // a subagent at the top (flat, or its parent filtered out) is named through its parent
+      `${'  '.repeat(depth)}${c.cyan(field(ids.short(s.id, { viaParent: depth === 0 })))}`,
       when(s.updatedAt),
       oneLine(s.project, 28),
       oneLine(s.title ?? firstPrompt(store, s.id), process.stdout.isTTY ? Math.max(20, width - 110) : 60),
-      String(s.messageCount),
+      num(s.messageCount),
       s.status === 'interrupted' ? c.red(s.status) : field(s.status),
     ])
-    print(`${table(['ID', 'UPDATED', 'PROJECT', 'TITLE OR FIRST PROMPT', 'MSGS', 'STATUS'], rows, c)}\n`)
+    print(`${table(['ID', 'UPDATED', 'PROJECT', 'TITLE OR FIRST PROMPT', 'MSGS', 'STATUS'], table_, c)}\n`)
     return EXIT.ok
   })
 }

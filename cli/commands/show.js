@@ -4,7 +4,7 @@
 // lines after it continue an earlier record) and a compaction always get a line; other events
 // are shown with --full only.
 
-const { colours, print, printJson, jsonText, field, text, oneLine, when, EXIT } = require('../output.js')
+const { colours, print, printJson, jsonText, field, text, oneLine, when, num, EXIT } = require('../output.js')
 const { withStore, resolveId } = require('../store.js')
 
 const FOLD = 100
@@ -15,7 +15,7 @@ function blockLines(b, c, full, width) {
     case 'text':
       return [text(b.text)]
     case 'thinking':
-      return full ? [c.dim(c.italic(`✻ thinking\n${text(b.thinking)}`))] : [c.dim(`✻ thinking (${b.thinking.length} chars)`)]
+      return full ? [c.dim(c.italic(`✻ thinking\n${text(b.thinking)}`))] : [c.dim(`✻ thinking (${num(b.thinking.length)} chars)`)]
     case 'redacted_thinking':
       return [c.dim('✻ thinking (redacted)')]
     case 'tool_use':
@@ -27,7 +27,7 @@ function blockLines(b, c, full, width) {
       const result = resultText(b.content)
       const lines = result.split('\n').length
       const mark = b.is_error ? c.red('◂ error') : c.green('◂ result')
-      return full ? [`${mark}\n${text(result)}`] : [`${mark} ${c.dim(`(${lines} line${lines === 1 ? '' : 's'})`)} ${cut(result)}`]
+      return full ? [`${mark}\n${text(result)}`] : [`${mark} ${c.dim(`(${num(lines)} line${lines === 1 ? '' : 's'})`)} ${cut(result)}`]
     }
     case 'image':
     case 'document':
@@ -51,7 +51,7 @@ function markLine(env, c) {
   }
   if (env.type === 'compaction' && env.compaction) {
     const summary = env.compaction.summary ?? ''
-    return c.yellow(`✂ compacted: the context restarts from a summary (${summary.length} chars) ${c.dim(when(env.timestamp))}`)
+    return c.yellow(`✂ compacted: the context restarts from a summary (${num(summary.length)} chars) ${c.dim(when(env.timestamp))}`)
   }
   return null
 }
@@ -61,9 +61,40 @@ function eventLine(env, c) {
   return c.dim(`· ${field(env.type)}${sub ? ` (${field(sub)})` : ''} ${when(env.timestamp)}`)
 }
 
+/**
+ * The subagent sessions `sid` spawned, by the tool call that spawned each (the importer's
+ * metadata.parentToolUseId) and, for one no call spawned (Claude Code's compaction agent), by the
+ * record it began at (metadata.parentRecordUuid).
+ */
+function spawned(ids, sid) {
+  const byCall = new Map()
+  const byRecord = new Map()
+  for (const k of ids.children(sid)) {
+    const m = ids.byId.get(k).metadata ?? {}
+    if (typeof m.parentToolUseId === 'string') byCall.set(m.parentToolUseId, k)
+    else if (typeof m.parentRecordUuid === 'string') byRecord.set(m.parentRecordUuid, k)
+  }
+  return { byCall, byRecord }
+}
+
+/** The line naming a subagent session where it began, with the command that shows it. */
+function agentLine(ids, k, c) {
+  const name = field(ids.short(k))
+  const kind = ids.byId.get(k).metadata?.agentKind === 'compaction' ? 'compaction agent' : 'subagent'
+  return c.magenta(`  ⤷ ${kind} ${name} ${c.dim(`(threadline show ${name})`)}`)
+}
+
+/** Claude Code's compaction summary: a user record that continues a compacted conversation. */
+function compactSummary(m, c) {
+  const body = (m.content ?? []).map((b) => (b.type === 'text' ? b.text : '')).join('\n')
+  const lines = body.split('\n').length
+  return c.yellow(`✂ compaction summary (${num(lines)} lines, ${num(body.length)} chars) folded: --full shows it`)
+}
+
 async function show(id, opts) {
   return withStore(opts, (store) => {
-    const sid = resolveId(store, id)
+    const { id: sid, ids } = resolveId(store, id, { full: true })
+    const agents = spawned(ids, sid)
     const s = store.openSession(sid)
     try {
       const info = s.info
@@ -74,7 +105,8 @@ async function show(id, opts) {
       }
       const c = colours(process.stdout)
       const width = Math.max(40, (process.stdout.columns || 120) - 20)
-      const head = [info.id, info.project ?? 'no project', info.model, `${info.messageCount} message${info.messageCount === 1 ? '' : 's'}`, info.status]
+      const parent = ids.parentOf(sid)
+      const head = [info.id, parent === null ? null : `subagent of ${ids.short(parent)}`, info.project ?? 'no project', info.model, `${num(info.messageCount)} message${info.messageCount === 1 ? '' : 's'}`, info.status]
       const out = [c.bold(oneLine(info.title ?? `Session ${info.id}`)), c.dim(head.filter(Boolean).map(field).join(' · ')), '']
       let previous = null
       for (const env of records) {
@@ -96,10 +128,16 @@ async function show(id, opts) {
           out.push(`${who} ${c.dim(when(env.timestamp))}`)
         }
         previous = m
-        for (const b of m.content ?? []) {
-          if (b.type === 'text' && b.text.trim() === '' && !opts.full) continue
-          out.push(...blockLines(b, c, opts.full, Math.min(width, FOLD)))
+        if (env.isCompactSummary && !opts.full) out.push(compactSummary(m, c))
+        else {
+          for (const b of m.content ?? []) {
+            if (b.type === 'text' && b.text.trim() === '' && !opts.full) continue
+            out.push(...blockLines(b, c, opts.full, Math.min(width, FOLD)))
+            const agent = b.type === 'tool_use' ? agents.byCall.get(b.id) : undefined
+            if (agent !== undefined) out.push(agentLine(ids, agent, c))
+          }
         }
+        if (agents.byRecord.has(env.uuid)) out.push(agentLine(ids, agents.byRecord.get(env.uuid), c))
       }
       print(`${out.join('\n')}\n`)
       return EXIT.ok

@@ -9,7 +9,7 @@
 
 const fs = require('node:fs')
 const { colours, print, printJson, table, field, EXIT, UsageError } = require('../output.js')
-const { withStore } = require('../store.js')
+const { withStore, resolveProject } = require('../store.js')
 const { PRICES, PRICES_AS_OF, priceOf } = require('../prices.js')
 
 const BY = ['day', 'project', 'session', 'model']
@@ -139,6 +139,7 @@ async function usage(opts) {
   if (!BY.includes(opts.by)) throw new UsageError(`--by: expected one of ${BY.join(', ')}, got '${opts.by}'`)
   const prices = loadPrices(opts.prices)
   return withStore(opts, (store) => {
+    if (opts.project !== undefined) opts = { ...opts, project: resolveProject(store, opts.project) }
     const { rows, unpriced } = tally(store, opts, prices)
     const totals = totalOf(rows)
     if (opts.json) {

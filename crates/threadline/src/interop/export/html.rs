@@ -183,13 +183,35 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
     }
     out.push_str("</div>\n");
     let before = out.len();
-    for b in &blocks {
-        block(out, b, names);
+    if r.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+        // Claude Code's summary that continues a compacted conversation (a couple of hundred
+        // lines) is folded as a compaction's summary is
+        compact_summary(out, &blocks);
+    } else {
+        for b in &blocks {
+            block(out, b, names);
+        }
     }
     if out.len() == before {
         out.push_str("<div class=\"note\">(no content)</div>\n");
     }
     out.push_str("</article>\n");
+}
+
+fn compact_summary(out: &mut String, blocks: &[Value]) {
+    let text = blocks
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    details(
+        out,
+        "compact-summary",
+        "",
+        "Compaction summary",
+        &preview(&text),
+        &format!("<div class=\"text\">{}</div>", esc(text.trim())),
+    );
 }
 
 fn block(out: &mut String, b: &Value, names: &HashMap<&str, &str>) {
@@ -620,6 +642,27 @@ mod tests {
         // the only script is the page's own
         assert_eq!(html.matches("<script>").count(), 1);
         assert_eq!(html.matches("<script").count(), 1);
+    }
+
+    #[test]
+    fn claude_codes_compaction_summary_is_folded_in_its_message() {
+        let summary = format!(
+            "This session is being continued.\n{}",
+            "line <x>\n".repeat(200)
+        );
+        let html = page(vec![
+            json!({"uuid": "a", "seq": 0, "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}),
+            json!({"uuid": "s", "seq": 1, "isCompactSummary": true, "message": {"role": "user", "content": [{"type": "text", "text": summary}]}}),
+        ]);
+        assert_eq!(html.matches("<article class=\"message").count(), 2);
+        let at = html.find("data-uuid=\"s\"").unwrap();
+        let folded = &html[at..];
+        assert!(folded.contains(
+            "<details class=\"compact-summary\"><summary>Compaction summary <span class=\"preview\">This session is being continued.</span></summary><div class=\"body\"><div class=\"text\">This session is being continued.\nline &lt;x&gt;"
+        ));
+        assert_eq!(html.matches("line &lt;x&gt;").count(), 200);
+        // a message without the mark is not folded
+        assert!(html.contains("<div class=\"text\">hi</div>"));
     }
 
     #[test]

@@ -79,6 +79,21 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
     };
     let ts = r.get("timestamp").and_then(Value::as_str).unwrap_or("");
     out.push_str(&format!("\n### {who} · {}\n", inline(ts)));
+    if r.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+        // Claude Code's summary that continues a compacted conversation (a couple of hundred
+        // lines) is folded as a compaction's summary is
+        let text = match m.get("content") {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+        details(out, "Compaction summary", &text);
+        return;
+    }
     match m.get("content") {
         Some(Value::String(text)) => out.push_str(&format!("\n{text}\n")),
         Some(Value::Array(blocks)) => {
@@ -554,6 +569,25 @@ mod tests {
                 "{p:?} whole in the fences of its thinking and summary:\n{md}"
             );
         }
+    }
+
+    #[test]
+    fn claude_codes_compaction_summary_is_folded() {
+        let md = doc(
+            vec![
+                json!({"uuid": "a", "seq": 0, "timestamp": "T", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}),
+                json!({"uuid": "s", "seq": 1, "timestamp": "T", "isCompactSummary": true, "message": {"role": "user", "content": [{"type": "text", "text": "This session is being continued.\n# Summary"}]}}),
+            ],
+            &[],
+        );
+        assert!(
+            md.contains("\n### User · T\n\n<details><summary>Compaction summary</summary>\n\n```\nThis session is being continued.\n# Summary\n```\n\n</details>\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("\nhi\n"),
+            "a message without the mark is as it is"
+        );
     }
 
     #[test]
