@@ -285,3 +285,29 @@ test('a mistake\'s message says what to do', () => {
   assert.equal(cli('ls', '--status', 'failed', '--store', storePath).stdout, 'No sessions match.\n')
   assert.match(cli('search', 'zzzqqq', '--store', storePath).stdout, /^No matches\. \(words match whole words: try prefix\*; thinking and tool output are searched with --field thinking, --field tool_output\)\n$/)
 })
+
+test('PostgreSQL: the same ids, tree, subagent lines and rm as SQLite', (t) => {
+  const base = process.env.THREADLINE_TEST_POSTGRES
+  if (!base) {
+    assert.ok(!process.env.THREADLINE_REQUIRE_POSTGRES, 'THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not')
+    t.diagnostic('THREADLINE_TEST_POSTGRES is not set: run through `node scripts/postgres.js run --` for PostgreSQL')
+    return
+  }
+  const url = `${base}${base.includes('?') ? '&' : '?'}schema=cli_ids_${process.pid}_${Date.now() % 1e8}`
+  const file = imported('pg-twin.db')
+  assert.equal(cli('import', 'claude-code', projects, '--store', url).status, 0)
+  for (const args of [['ls'], ['ls', '--flat'], ['show', '4d5611e5'], ['show', 'agent-a28'], ['ls', '--project', 'spotter-d']]) {
+    assert.equal(cli(...args, '--store', url).stdout, cli(...args, '--store', file).stdout, args.join(' '))
+  }
+  // the engines rank hits their own way: the same hits
+  const hits = (where) => json('search', 'renderer', '--session', 'agent-a2898e3', '--store', where).hits.map((h) => `${h.sessionId} ${h.seq}`).sort()
+  assert.deepEqual(hits(url), hits(file))
+  assert.deepEqual(json('ls', '--store', url), json('ls', '--store', file))
+  assertOneLineError(cli('rm', '4d5611e5', '--store', url), 2, 'USAGE')
+  const rm = (where) => {
+    const r = json('rm', PARENT, '--store', where)
+    return { ...r, subagents: r.subagents.sort() }
+  }
+  assert.deepEqual(rm(url), rm(file))
+  assert.deepEqual(json('ls', '--store', url).map((s) => s.id), ['tool_heavy', 'short'])
+})
