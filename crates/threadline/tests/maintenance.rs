@@ -268,8 +268,9 @@ fn a_backup_opens_as_a_store_holding_every_session_exactly() {
             for (g, w) in ge.iter().zip(we) {
                 // compared as text: the same keys in the same order, the same number text
                 let short = |v: &Value| v.to_string().chars().take(400).collect::<String>();
+                let (g_text, w_text) = (g.to_string(), w.to_string());
                 assert!(
-                    g.to_string() == w.to_string(),
+                    g_text == w_text,
                     "{engine} {}:\n{}\n{}",
                     wi.id,
                     short(g),
