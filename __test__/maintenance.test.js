@@ -80,6 +80,26 @@ test('update refuses bad values naming the field, and changes nothing', (t) => {
   assert.equal(codeOf(() => s.update({ title: 't' }))?.code, 'CLOSED')
 })
 
+test('update of a session another live process writes is SESSION_LOCKED; on a readonly store STORE_IO; nothing changed', async (t) => {
+  const dir = tmpDir(t)
+  const file = path.join(dir, 'locked.db')
+  Store.open(file).close()
+  const ackFile = path.join(dir, 'acks')
+  const w = spawn(process.execPath, [WRITER, file, 'held', ackFile, 'create', 'loop', 'h'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  t.after(() => { try { w.kill('SIGKILL') } catch {} })
+  while (acks(ackFile).length < 5) await sleep(5)
+  const store = Store.open(file)
+  const s = store.openSession('held')
+  assert.equal(codeOf(() => s.update({ title: 'mine' }))?.code, 'SESSION_LOCKED')
+  w.kill('SIGKILL')
+  store.close()
+  const ro = Store.open(file, { readonly: true })
+  const r = ro.openSession('held')
+  assert.equal(codeOf(() => r.update({ title: 'mine' }))?.code, 'STORE_IO')
+  assert.equal(r.info.title, undefined)
+  ro.close()
+})
+
 test('contextFill knows the window of current Anthropic and OpenAI models; a given window wins', (t) => {
   const store = Store.open(path.join(tmpDir(t), 'w.db'))
   const fill = (options, replyModel) => {
