@@ -740,7 +740,11 @@ export interface TokenTracker {
 export interface ContextFill {
   /** `tokenTracker.contextTokens`. */
   usedTokens: number
-  /** The session's `contextWindow`, or `null` if it has none. */
+  /**
+   * The session's `contextWindow`; without one, the window of its `model` (or of its latest
+   * assistant message's `model`) when that is a known Anthropic or OpenAI model (docs/context.md);
+   * else `null`.
+   */
   contextWindow: number | null
   /** `usedTokens / contextWindow`, or `null` without a context window. */
   fraction: number | null
@@ -938,6 +942,49 @@ export interface VerifyReport {
 // ---------------------------------------------------------------------------------------------
 
 /** Where a search looks in a message. */
+/**
+ * What `session.update` changes. A field left out is kept; `null` clears it. `metadata` replaces
+ * the whole object (it is not merged).
+ */
+export interface SessionUpdate {
+  title?: string | null | undefined
+  metadata?: Record<string, unknown> | null | undefined
+  /** A positive integer (tokens); `null`: none, `contextFill` then uses the model's, if known. */
+  contextWindow?: number | null | undefined
+  model?: string | null | undefined
+}
+
+/** `store.stats()`: the store's size and what `vacuum()` could give back. */
+export interface StoreStats {
+  engine: 'sqlite' | 'postgres'
+  /** SQLite: the file's pages; PostgreSQL: threadline's tables with their indexes and TOAST. */
+  bytes: number
+  /** SQLite: the free pages' bytes; PostgreSQL: 0 (plain VACUUM keeps freed space for reuse). */
+  freeBytes: number
+  /** SQLite only. */
+  pageSize?: number
+  /** SQLite only: pages on the free list. */
+  freePages?: number
+}
+
+/** `store.vacuum()`: the store's size (`StoreStats.bytes`) before and after. */
+export interface VacuumReport {
+  bytesBefore: number
+  bytesAfter: number
+}
+
+/** `store.backup(path)`: the copy written. */
+export interface BackupReport {
+  /** The path given. */
+  path: string
+  /** Sessions in the copy. */
+  sessions: number
+  /** Records in the copy, over all its sessions. */
+  records: number
+  /** The copy's size in bytes. */
+  bytes: number
+}
+
 export type SearchField = 'text' | 'thinking' | 'tool_input' | 'tool_output'
 
 export interface SearchOptions {
@@ -1139,6 +1186,34 @@ export declare class Store {
    * @throws `NOT_FOUND` if there is no such session, `STORE_IO` on a readonly store, `CLOSED`.
    */
   deleteSession(id: string): void
+
+  /**
+   * The store's size and what `vacuum()` could give back (SQLite: its free pages).
+   *
+   * @throws `CLOSED`.
+   */
+  stats(): StoreStats
+
+  /**
+   * Gives the free space back: SQLite rewrites the file without its free pages (this store's
+   * calls wait meanwhile; it needs as much free disk as the file takes); PostgreSQL runs VACUUM
+   * on threadline's tables.
+   *
+   * @throws `STORE_IO` on a readonly store, `STORE_BUSY`, `CLOSED`.
+   */
+  vacuum(): VacuumReport
+
+  /**
+   * Writes a copy of every session to a new SQLite file at `path`, which `Store.open` opens.
+   * Safe while other processes write: every append acknowledged before the call is in the copy.
+   * SQLite: one consistent snapshot of the file; PostgreSQL: each session as of when it is
+   * copied. Written under a temporary name in the same directory and linked into place, so a
+   * crash leaves no half-written file at `path`. The copy's sessions are held by no process.
+   *
+   * @throws `INVALID_INPUT` if `path` exists (a backup never replaces a file), `STORE_IO` if its
+   * directory does not exist or the disk refuses, `CLOSED`.
+   */
+  backup(path: string): BackupReport
 
   /**
    * Checks the whole store: SQLite's own check of the file (`PRAGMA integrity_check`, or
@@ -1390,7 +1465,8 @@ export declare class Session {
   readonly tokenTracker: TokenTracker
 
   /**
-   * How full the context window is (`contextWindow` from the session options).
+   * How full the context window is (`contextWindow` from the session options, or the known
+   * window of the session's model).
    *
    * @throws `CLOSED`.
    */
@@ -1402,6 +1478,18 @@ export declare class Session {
    * @throws `INVALID_INPUT` for a status not in `SessionStatus`, `STORE_IO`, `CLOSED`.
    */
   setStatus(status: SessionStatus): void
+
+  /**
+   * Changes the session's title, metadata, context window or model after creation; returns the
+   * new `info`. Other handles and processes see the change (`listSessions`, `info`).
+   *
+   * @example
+   * session.update({ title: 'Fix the login bug', contextWindow: null })
+   * @throws `INVALID_INPUT` naming the field (`update: contextWindow: expected a positive
+   * integer, got 0`; nothing is changed), `NOT_FOUND` if the session was deleted,
+   * `SESSION_LOCKED` if another live process writes it, `STORE_IO`, `CLOSED`.
+   */
+  update(changes: SessionUpdate): SessionInfo
 
   /** Closes this handle. Later use throws `CLOSED` (`id` stays readable); the store stays open. */
   close(): void

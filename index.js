@@ -813,6 +813,24 @@ const SessionSteps = {
     yield call(this[kNative], 'setStatus', [status])
   },
 
+  // Changes title / metadata / contextWindow / model; null clears one; the new info. The native
+  // side checks each field (the same checks for callers in Rust); here only what JSON would lose.
+  /**
+   * @this {any}
+   * @param {any} changes
+   * @returns {Steps}
+   */
+  *update(changes) {
+    const o = object(changes, 'update: changes')
+    if (o === null) throw fail('INVALID_INPUT', `update: changes: expected an object, got ${describe(changes)}`)
+    const w = o.contextWindow
+    if (typeof w === 'number' && !(Number.isSafeInteger(w) && w > 0)) {
+      throw fail('INVALID_INPUT', `update: contextWindow: expected a positive integer, got ${w}`)
+    }
+    checkFinite(o.metadata, 'update: metadata')
+    return JSON.parse(yield sessionCall(this, 'update', 'update', [toJson(o, 'update')]))
+  },
+
   /**
    * @this {any}
    * @param {any} toolUseId
@@ -1136,6 +1154,11 @@ class Session {
   /** @param {any} status */
   setStatus(status) {
     runSync(SessionSteps.setStatus.call(this, status))
+  }
+
+  /** @param {any} changes */
+  update(changes) {
+    return runSync(SessionSteps.update.call(this, changes))
   }
 
   // --- recovery: the tool-call journal ---
@@ -1489,6 +1512,34 @@ const StoreSteps = {
   *deleteSession(id) {
     yield call(this[kNative], 'deleteSession', [idArg(id, 'deleteSession')], { op: 'deleteSession', tel: this[kTelemetry] })
   },
+
+  // The store's size and what vacuum() could give back: { engine, bytes, freeBytes, pageSize?, freePages? }.
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *stats() {
+    return JSON.parse(yield call(this[kNative], 'stats', [], { op: 'stats', tel: this[kTelemetry] }))
+  },
+
+  /**
+   * @this {any}
+   * @returns {Steps}
+   */
+  *vacuum() {
+    return JSON.parse(yield call(this[kNative], 'vacuum', [], { op: 'vacuum', tel: this[kTelemetry] }))
+  },
+
+  // A copy of every session in a new SQLite file (never over an existing one): { path, sessions, records, bytes }.
+  /**
+   * @this {any}
+   * @param {any} path
+   * @returns {Steps}
+   */
+  *backup(path) {
+    if (typeof path !== 'string' || path === '') throw fail('INVALID_INPUT', `backup: path: expected a non-empty string, got ${describe(path)}`)
+    return JSON.parse(yield call(this[kNative], 'backup', [path], { op: 'backup', tel: this[kTelemetry] }))
+  },
 }
 
 const IMPORT_FORMATS = ['claude-code', 'codex', 'pi', 'fspec']
@@ -1669,6 +1720,19 @@ class Store {
     runSync(StoreSteps.deleteSession.call(this, id))
   }
 
+  stats() {
+    return runSync(StoreSteps.stats.call(this))
+  }
+
+  vacuum() {
+    return runSync(StoreSteps.vacuum.call(this))
+  }
+
+  /** @param {any} path */
+  backup(path) {
+    return runSync(StoreSteps.backup.call(this, path))
+  }
+
   close() {
     this[kNative].close()
   }
@@ -1771,6 +1835,11 @@ class PromiseSession {
   /** @param {any} status */
   setStatus(status) {
     return queued(this, SessionSteps.setStatus.call(this, status))
+  }
+
+  /** @param {any} changes */
+  update(changes) {
+    return queued(this, SessionSteps.update.call(this, changes))
   }
 
   /** @param {any} toolUseId */
@@ -2003,6 +2072,19 @@ class PromiseStore {
   /** @param {any} id */
   deleteSession(id) {
     return queued(this, StoreSteps.deleteSession.call(this, id))
+  }
+
+  stats() {
+    return queued(this, StoreSteps.stats.call(this))
+  }
+
+  vacuum() {
+    return queued(this, StoreSteps.vacuum.call(this))
+  }
+
+  /** @param {any} path */
+  backup(path) {
+    return queued(this, StoreSteps.backup.call(this, path))
   }
 
   close() {

@@ -52,6 +52,7 @@ export declare class NativeSession {
   contextFillAsync(): Promise<string>
   setStatusAsync(status: string): Promise<void>
   verifyAsync(): Promise<string>
+  updateAsync(json: string): Promise<string>
   toolCallStartedAsync(id: string): Promise<void>
   recordToolOutcomeAsync(id: string, resultJson: string): Promise<void>
   toolCallsAsync(state?: string | undefined | null): Promise<string>
@@ -102,6 +103,8 @@ export declare class NativeSession {
   tokenTracker(): string
   contextFill(): string
   setStatus(status: string): void
+  /** Changes title / metadata / contextWindow / model (JSON of the changes); the new info. */
+  update(json: string): string
   /** Checks every record of the session; the report as JSON. */
   verify(): string
   close(): void
@@ -121,6 +124,9 @@ export declare class NativeStore {
   recallHandleAsync(optionsJson: string | undefined | null, callJson: string): Promise<string>
   verifyAsync(optionsJson?: string | undefined | null): Promise<string>
   closeAsync(): Promise<void>
+  statsAsync(): Promise<string>
+  vacuumAsync(): Promise<string>
+  backupAsync(path: string): Promise<string>
   beginImportAsync(format: string, path: string, optionsJson?: string | undefined | null): Promise<NativeImporter>
   static open(path?: string | undefined | null, optionsJson?: string | undefined | null): NativeStore
   get path(): string
@@ -145,6 +151,12 @@ export declare class NativeStore {
   recallHandle(optionsJson: string | undefined | null, callJson: string): string
   /** Checks the whole store; the report as JSON. */
   verify(optionsJson?: string | undefined | null): string
+  /** The store's size and what vacuum() could give back, as JSON. */
+  stats(): string
+  /** VACUUM; `{ bytesBefore, bytesAfter }` as JSON. */
+  vacuum(): string
+  /** A copy of every session in a new SQLite file at `path`; the report as JSON. */
+  backup(path: string): string
   close(): void
 }
 

@@ -4,6 +4,10 @@
 // Calls on one object run in the order they are made. The data types are those of `threadline`.
 
 import type {
+  BackupReport,
+  SessionUpdate,
+  StoreStats,
+  VacuumReport,
   ExportFormat,
   ImportOptions,
   ImportReport,
@@ -84,6 +88,12 @@ export declare class Store {
 
   deleteSession(id: string): Promise<void>
 
+  stats(): Promise<StoreStats>
+
+  vacuum(): Promise<VacuumReport>
+
+  backup(path: string): Promise<BackupReport>
+
   verify(options?: VerifyOptions): Promise<VerifyReport>
   import(source: ImportSource, options?: ImportOptions): Promise<ImportReport>
 
@@ -125,6 +135,7 @@ export declare class Session {
   tokenTracker(): Promise<TokenTracker>
   contextFill(): Promise<ContextFill>
   setStatus(status: SessionStatus): Promise<void>
+  update(changes: SessionUpdate): Promise<SessionInfo>
   /** Closes the handle after the calls made on it before. */
   close(): Promise<void>
   toolCallStarted(toolUseId: string): Promise<void>

@@ -18,6 +18,7 @@ async_twins!(NativeSession {
     context_fill_async => context_fill() -> String, "Promise<string>";
     set_status_async => set_status(status: String) -> (), "Promise<void>";
     verify_async => verify() -> String, "Promise<string>";
+    update_async => update(json: String) -> String, "Promise<string>";
     tool_call_started_async => tool_call_started(id: String) -> (), "Promise<void>";
     record_tool_outcome_async => record_tool_outcome(id: String, result_json: String) -> (), "Promise<void>";
     tool_calls_async => tool_calls(state: Option<String>) -> String, "Promise<string>";
@@ -49,6 +50,9 @@ async_twins!(NativeStore {
     recall_handle_async => recall_handle(options_json: Option<String>, call_json: String) -> String, "Promise<string>";
     verify_async => verify(options_json: Option<String>) -> String, "Promise<string>";
     close_async => close() -> (), "Promise<void>";
+    stats_async => stats() -> String, "Promise<string>";
+    vacuum_async => vacuum() -> String, "Promise<string>";
+    backup_async => backup(path: String) -> String, "Promise<string>";
     begin_import_async => begin_import(format: String, path: String, options_json: Option<String>) -> crate::interop::NativeImporter, "Promise<NativeImporter>";
 });
 

@@ -236,6 +236,16 @@ impl NativeSession {
         })
     }
 
+    /// Changes title / metadata / contextWindow / model (JSON of the changes); the new info.
+    #[napi(catch_unwind)]
+    pub fn update(&self, json: String) -> Result<String> {
+        crate::error::guard("update", || {
+            let changes = threadline::SessionUpdate::from_json(parse_json(&json, "update")?)
+                .map_err(|e| to_js(e.during("update")))?;
+            to_json(&self.inner.update(changes).or_throw()?)
+        })
+    }
+
     /// Checks every record of the session; the report as JSON.
     #[napi(catch_unwind)]
     pub fn verify(&self) -> Result<String> {

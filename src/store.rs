@@ -193,6 +193,24 @@ impl NativeStore {
         to_json(&self.inner.verify(&options).or_throw()?)
     }
 
+    /// The store's size and what vacuum() could give back, as JSON.
+    #[napi(catch_unwind)]
+    pub fn stats(&self) -> Result<String> {
+        crate::error::guard("stats", || to_json(&self.inner.stats().or_throw()?))
+    }
+
+    /// VACUUM; `{ bytesBefore, bytesAfter }` as JSON.
+    #[napi(catch_unwind)]
+    pub fn vacuum(&self) -> Result<String> {
+        crate::error::guard("vacuum", || to_json(&self.inner.vacuum().or_throw()?))
+    }
+
+    /// A copy of every session in a new SQLite file at `path`; the report as JSON.
+    #[napi(catch_unwind)]
+    pub fn backup(&self, path: String) -> Result<String> {
+        crate::error::guard("backup", || to_json(&self.inner.backup(&path).or_throw()?))
+    }
+
     #[napi(catch_unwind)]
     pub fn close(&self) -> Result<()> {
         crate::error::guard("close", || self.inner.close().or_throw())

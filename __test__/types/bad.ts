@@ -25,5 +25,6 @@ store.openSessionById(session.id) // BAD TS2551: no such method (openSession)
 Store.open('x.db', { durability: 'disk' }) // BAD TS2322: durability is 'process' | 'power'
 store.createSession({ contextWindow: '200k' }) // BAD TS2322: contextWindow is a number
 session.setStatus('done') // BAD TS2345: not a session status
+session.update({ contextWindow: '200k' }) // BAD TS2322: contextWindow is a number or null
 const fromJson: string = session.envelopes()[0]?.toolUseResult // BAD TS2322: toolUseResult is an object or a string, maybe absent
 void fromJson

@@ -23,6 +23,7 @@ import {
   type RestoreResult,
   type SessionInfo,
   type SessionStatus,
+  type StoreStats,
   type StoreOptions,
   type ThreadlineError,
   type TokenTracker,
@@ -235,6 +236,12 @@ const fill: ContextFill = session.contextFill
 if (fill.fraction !== null && fill.contextWindow !== null) assert.ok(fill.fraction < 1)
 
 session.setStatus('completed')
+
+// Changed after creation; the store's size.
+const renamed: SessionInfo = new Session({ title: 'old' }).update({ title: 'new', contextWindow: null, metadata: { k: 1 } })
+assert.equal(renamed.title, 'new')
+const stats: StoreStats = store.stats()
+assert.ok(stats.bytes > 0 && stats.engine === 'sqlite' && stats.freeBytes >= 0)
 
 // Messages read back can be appended elsewhere (Message and Envelope fit the input types).
 const copy = new Session({ title: 'copy' })

@@ -70,6 +70,7 @@ pub use model::convert;
 pub use context::compaction::{CompactOptions, CompactionPlan};
 pub use context::{Context, ContextOptions, ContextStats, Reasoning, Target};
 pub use error::{Error, Result};
+pub use model::context_windows::known_context_window;
 pub use model::convert::{
     from_anthropic, from_openai_chat, from_openai_responses, to_anthropic, to_openai_chat,
     to_openai_responses, validate_openai_chat, validate_openai_responses, Converted, FromConverted,
@@ -79,7 +80,8 @@ pub use model::envelope::Draft;
 pub use model::json::{parse, MAX_RECORD_BYTES};
 pub use model::message::Role;
 pub use model::options::{
-    from_json, Durability, SessionFilter, SessionInfo, SessionOptions, Status, StoreOptions,
+    from_json, Durability, SessionFilter, SessionInfo, SessionOptions, SessionUpdate, Status,
+    StoreOptions,
 };
 pub use model::state::{TokenPatch, TokenTracker, Turn, TurnStatus};
 pub use model::stream::{Assembler, Pushed};
@@ -94,6 +96,7 @@ pub use session::readahead::{message_pages, pages, PageStream, Source};
 pub use session::{ContextFill, MessageView, Page, RestoreReport, Session, Skipped, PAGE_BYTES};
 pub use storage::journal::CallState;
 pub use storage::notice::Notice;
+pub use store::maintenance::{BackupReport, StoreStats, VacuumReport};
 pub use store::verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};
 pub use store::{default_store_path, Store};
 

@@ -2,6 +2,7 @@
 //! and functions on it; nothing here knows how or where records are stored.
 
 pub(crate) mod clock;
+pub(crate) mod context_windows;
 pub mod convert;
 pub(crate) mod derived_uuid;
 pub(crate) mod envelope;

@@ -128,3 +128,83 @@ pub fn from_json<T: DeserializeOwned>(v: Value, what: &str) -> Result<T> {
         Error::InvalidInput(format!("{at}: {}", e.inner()))
     })
 }
+
+/// What `session.update` changes: a field absent is kept, `Some(None)` (JSON null) clears it.
+/// `metadata` replaces the whole object.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionUpdate {
+    pub title: Option<Option<String>>,
+    pub metadata: Option<Option<Map<String, Value>>>,
+    pub context_window: Option<Option<u64>>,
+    pub model: Option<Option<String>>,
+}
+
+impl SessionUpdate {
+    /// Reads `{ title?, metadata?, contextWindow?, model? }`, naming the offending field.
+    pub fn from_json(v: Value) -> Result<SessionUpdate> {
+        let Value::Object(o) = v else {
+            return Err(Error::InvalidInput(format!(
+                "expected an object, got {}",
+                crate::model::json::kind(&v)
+            )));
+        };
+        let bad = |field: &str, want: &str, got: &Value| {
+            Error::InvalidInput(format!(
+                "{field}: expected {want}, got {}",
+                crate::model::json::kind(got)
+            ))
+        };
+        let text = |field: &str, v: &Value| match v {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone())),
+            other => Err(bad(field, "a string or null", other)),
+        };
+        let mut u = SessionUpdate::default();
+        for (k, v) in &o {
+            match k.as_str() {
+                "title" => u.title = Some(text("title", v)?),
+                "model" => u.model = Some(text("model", v)?),
+                "contextWindow" => {
+                    u.context_window = Some(match v {
+                        Value::Null => None,
+                        Value::Number(n) => match n.as_u64() {
+                            Some(w) if w > 0 && w <= i64::MAX as u64 => Some(w),
+                            _ => {
+                                return Err(Error::InvalidInput(format!(
+                                    "contextWindow: expected a positive integer, got {n}"
+                                )))
+                            }
+                        },
+                        other => return Err(bad("contextWindow", "a positive integer", other)),
+                    })
+                }
+                "metadata" => {
+                    u.metadata = Some(match v {
+                        Value::Null => None,
+                        Value::Object(m) => Some(m.clone()),
+                        other => return Err(bad("metadata", "an object or null", other)),
+                    })
+                }
+                other => {
+                    return Err(Error::InvalidInput(format!(
+                        "{other}: unknown field (expected title, metadata, contextWindow, model)"
+                    )))
+                }
+            }
+        }
+        u.check()?;
+        Ok(u)
+    }
+
+    /// What makes this an update no session could take, if anything (for callers in Rust).
+    pub fn check(&self) -> Result<()> {
+        if let Some(Some(w)) = self.context_window {
+            if w == 0 || w > i64::MAX as u64 {
+                return Err(Error::InvalidInput(format!(
+                    "contextWindow: expected a positive integer, got {w}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -16,10 +16,11 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::model::clock;
+use crate::model::context_windows::known_context_window;
 use crate::model::envelope::{Defaults, Draft};
 use crate::model::json;
 use crate::model::message::Role;
-use crate::model::options::{SessionInfo, Status};
+use crate::model::options::{SessionInfo, SessionUpdate, Status};
 use crate::model::state::{State, Step, TokenPatch, TokenTracker, Turn};
 use crate::storage::batch::Probe;
 use crate::storage::checksum;
@@ -840,7 +841,7 @@ impl Session {
     pub fn context_fill(&self) -> Result<ContextFill> {
         let run = || -> Result<ContextFill> {
             let used = self.synced_tail()?.state.tracker().context_tokens;
-            let window = sessions::context_window(&*self.conn()?, self.num)?;
+            let window = self.known_window()?;
             Ok(ContextFill {
                 used_tokens: used,
                 context_window: window,
@@ -848,6 +849,43 @@ impl Session {
             })
         };
         run().map_err(|e| e.during("contextFill"))
+    }
+
+    /// The window `contextFill` divides by: the one given, else the one of the session's model
+    /// or, without one, of the model of its latest assistant message (`known_context_window`).
+    fn known_window(&self) -> Result<Option<u64>> {
+        let conn = self.conn()?;
+        if let Some(w) = sessions::context_window(&conn, self.num)? {
+            return Ok(Some(w));
+        }
+        if let Some(model) = sessions::model(&conn, self.num)? {
+            return Ok(known_context_window(&model));
+        }
+        let Some(seq) = records::latest_of_role(&conn, self.num, "assistant")? else {
+            return Ok(None);
+        };
+        let model = records::record(&conn, self.num, seq)?
+            .and_then(|env| env.get("message")?.get("model")?.as_str().map(String::from));
+        Ok(model.as_deref().and_then(known_context_window))
+    }
+
+    /// Changes the session's title, metadata, context window or model; the new info.
+    pub fn update(&self, u: SessionUpdate) -> Result<SessionInfo> {
+        let run = || -> Result<SessionInfo> {
+            u.check()?;
+            self.shared.writable()?;
+            let conn = self.conn()?;
+            conn.writing(self.num, || {
+                let tx = Txn::immediate(&conn)?;
+                let heartbeat = self.claim(&tx)?;
+                sessions::update(&tx, self.num, &u, clock::now_ms())?;
+                tx.commit()?;
+                self.shared.claimed(self.num, heartbeat);
+                Ok::<(), Error>(())
+            })?;
+            Ok(read_info(&conn, self.num)?.0)
+        };
+        run().map_err(|e| e.during("update"))
     }
 
     pub fn info(&self) -> Result<SessionInfo> {

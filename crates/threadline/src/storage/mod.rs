@@ -12,6 +12,7 @@ pub(crate) mod db;
 pub(crate) mod encode;
 pub(crate) mod integrity;
 pub(crate) mod journal;
+pub(crate) mod maintenance;
 pub(crate) mod notice;
 pub(crate) mod open_file;
 pub(crate) mod owner;

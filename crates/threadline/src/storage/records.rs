@@ -850,3 +850,14 @@ pub(crate) fn parse_page(page: &Page) -> Result<Vec<Value>> {
         ))),
     }
 }
+
+/// The seq of session `num`'s latest record with role `role`, by a seek from its end.
+pub(crate) fn latest_of_role(conn: &Db, num: i64, role: &str) -> Result<Option<u64>> {
+    let (lo, hi) = schema::range(num);
+    let id: Option<i64> = conn.query_row(
+        "SELECT id FROM records WHERE id BETWEEN ?1 AND ?2 AND role = ?3 ORDER BY id DESC LIMIT 1",
+        &args![lo, hi, role],
+        |r| r.get(0),
+    )?;
+    Ok(id.map(|id| (id - lo) as u64))
+}

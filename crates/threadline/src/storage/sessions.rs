@@ -306,3 +306,58 @@ pub(crate) fn all(conn: &Db) -> Result<Vec<(i64, String)>> {
 fn no_row(num: i64) -> Error {
     Error::NotFound(format!("no session row {num}"))
 }
+
+/// Applies `u` to session `num`'s row (in the caller's write transaction), as a write of the
+/// session. NOT_FOUND if the row is gone (deleted by another process).
+pub(crate) fn update(
+    conn: &Db,
+    num: i64,
+    u: &crate::model::options::SessionUpdate,
+    now_ms: i64,
+) -> Result<()> {
+    let touched = conn.execute(
+        "UPDATE sessions SET updated_ms = ?1 WHERE num = ?2",
+        &args![now_ms, num],
+    )?;
+    if touched == 0 {
+        return Err(no_row(num));
+    }
+    if let Some(title) = &u.title {
+        conn.execute(
+            "UPDATE sessions SET title = ?1 WHERE num = ?2",
+            &args![title.as_deref(), num],
+        )?;
+    }
+    if let Some(model) = &u.model {
+        conn.execute(
+            "UPDATE sessions SET model = ?1 WHERE num = ?2",
+            &args![model.as_deref(), num],
+        )?;
+    }
+    if let Some(window) = u.context_window {
+        conn.execute(
+            "UPDATE sessions SET context_window = ?1 WHERE num = ?2",
+            &args![window.map(|w| w as i64), num],
+        )?;
+    }
+    if let Some(metadata) = &u.metadata {
+        let text = metadata
+            .as_ref()
+            .map(|m| serde_json::Value::Object(m.clone()).to_string());
+        conn.execute(
+            "UPDATE sessions SET metadata = ?1 WHERE num = ?2",
+            &args![text.as_deref(), num],
+        )?;
+    }
+    write_order::touch(conn, num)
+}
+
+/// The model session `num` was made with (or set to by `update`), if any.
+pub(crate) fn model(conn: &Db, num: i64) -> Result<Option<String>> {
+    conn.query_row(
+        "SELECT model FROM sessions WHERE num = ?1",
+        &args![num],
+        |r| r.get(0),
+    )?
+    .ok_or_else(|| no_row(num))
+}

@@ -1,6 +1,7 @@
 //! A store: one SQLite file (WAL) holding any number of sessions.
 
 pub(crate) mod fork;
+pub(crate) mod maintenance;
 pub(crate) mod snapshot;
 pub(crate) mod verify;
 
