@@ -118,7 +118,7 @@ test('packing and installing the published layout', { skip: !supported && `needs
     assert.ok(docs.includes('docs/api.md') && docs.includes('docs/recovery.md'))
     assert.deepEqual(state.root.files, [
       'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/threadline.js',
-      'cli/commands/doctor.js', 'cli/commands/ls.js', 'cli/commands/rm.js', 'cli/commands/search.js',
+      'cli/commands/doctor.js', 'cli/commands/ls.js', 'cli/commands/maintain.js', 'cli/commands/rm.js', 'cli/commands/search.js',
       'cli/commands/show.js', 'cli/commands/transfer.js', 'cli/commands/usage.js',
       'cli/ids.js', 'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
       ...docs,
