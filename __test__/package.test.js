@@ -210,7 +210,7 @@ test('packing and installing the published layout', { skip: !supported && `needs
     run(process.execPath, ['cut.cjs', broken], { cwd: project, env })
     const r = spawnSync('npx', ['--no-install', 'threadline', 'doctor', '--store', broken], { cwd: project, env, encoding: 'utf8' })
     assert.equal(r.status, 3, r.stdout + r.stderr)
-    const hint = /call recover\(\) to repair it \((.+\.md)\)/.exec(r.stdout)
+    const hint = /threadline recover cut \((.+\.md)\)/.exec(r.stdout)
     assert.ok(hint, r.stdout)
     const doc = fs.realpathSync(hint[1])
     assert.ok(doc.startsWith(fs.realpathSync(path.join(project, 'node_modules', 'threadline')) + path.sep), doc)
