@@ -357,8 +357,11 @@ export interface Usage {
  * `client.messages.create({ ..., messages: session.messages as MessageParam[] })`.
  */
 export interface Message {
-  /** `'user'` (prompts and tool results) or `'assistant'` (model output). */
-  role: 'user' | 'assistant'
+  /**
+   * `'user'` (prompts and tool results), `'assistant'` (model output) or `'system'` (a system
+   * message inside the conversation, text blocks only: never a prompt, it starts no turn).
+   */
+  role: 'user' | 'assistant' | 'system'
   /** The blocks, in order. */
   content: ContentBlock[]
   /** The provider's message id (e.g. `msg_...`); responses recorded twice are counted once by it. */
@@ -530,12 +533,19 @@ export type ContentBlockParam =
  * `model`, `stop_reason`, `usage`, ...). Extra fields are kept as given. Threadline's own
  * `Message` fits too.
  *
- * Role `'system'` is not a message role: give the system prompt per request.
+ * Role `'system'` is a system message inside the conversation, as the Anthropic API takes it in
+ * `messages` (the SDK's `SystemMessageParam`): text only, stored in place (envelope type
+ * `'system'`), never a prompt. The system prompt of a request is still given per request.
+ * OpenAI Chat messages (role `'tool'`, `tool_calls`) are refused: convert them with
+ * `fromOpenAIChat` first.
  */
 export interface MessageParamLike {
-  /** `'user'` or `'assistant'`. */
-  role: 'user' | 'assistant'
-  /** A string (stored as one text block) or blocks. A user message needs at least one block. */
+  /** `'user'`, `'assistant'` or `'system'`. */
+  role: 'user' | 'assistant' | 'system'
+  /**
+   * A string (stored as one text block) or blocks. A user or system message needs at least one
+   * block; a system message takes text blocks only.
+   */
   content: string | ReadonlyArray<ContentBlockParam>
   /** The provider's message id: a response recorded twice under one id is counted once. */
   id?: string | undefined
@@ -647,7 +657,7 @@ export type RestoreRecord =
   | EnvelopeParam
   | Envelope
   | {
-      /** Records with role `'system'` (or any other non-message role) are skipped. */
+      /** Records with a role that is not a message role (e.g. `'tool'`) are skipped. */
       role: string
       /** A string or blocks. */
       content: string | ReadonlyArray<ContentBlockParam>
@@ -659,11 +669,11 @@ export interface RestoreResult {
   messageCount: number
   /** Turns now in the session. */
   turnCount: number
-  /** Records left out, by index in the input, with the reason (e.g. role `'system'`). */
+  /** Records left out, by index in the input, with the reason (e.g. role `'tool'`). */
   skipped: Array<{
     /** Index of the record in the input array. */
     index: number
-    /** Why it was skipped, e.g. `role: 'system' is not a message role; ...`. */
+    /** Why it was skipped, e.g. `role: 'tool' is an OpenAI Chat message; ...`. */
     reason: string
   }>
 }
@@ -1088,6 +1098,11 @@ export type RecallToolCall =
   | ToolUseBlock
   | { id: string; type: 'function'; function: { name: string; arguments: string } }
   | { type: 'function_call'; call_id: string; name: string; arguments: string }
+  /**
+   * OpenAI's custom tool call (a `ChatCompletionMessageToolCall` may be one): answered when its
+   * `input` is a JSON object's text, else with an `is_error` result saying so.
+   */
+  | { id: string; type: 'custom'; custom: { name: string; input: string } }
 
 /** `session_list`, `session_search` and `session_read`, ready to give a model. */
 export interface RecallTools {
@@ -1367,7 +1382,7 @@ export declare class Session {
    * so an acknowledged record survives the process being killed right after (and power loss
    * with `durability: 'power'`).
    *
-   * @throws `INVALID_INPUT` for a value of the wrong shape (role `'system'`, a `tool_result`
+   * @throws `INVALID_INPUT` for a value of the wrong shape (role `'tool'`, a `tool_result`
    *   without `tool_use_id`, a duplicate `uuid`, a record over 32 MiB, an empty string prompt,
    *   ...; the message names the path), `STORE_IO` if the disk refuses or the store is readonly, `STORE_BUSY`, `CLOSED`.
    *   Nothing is written when it throws.
@@ -1395,7 +1410,7 @@ export declare class Session {
 
   /**
    * Loads a history from elsewhere (objects or JSON strings; envelopes, bare messages, legacy
-   * text-only messages) and derives turns and token state. Invalid records and role `'system'`
+   * text-only messages; system messages too) and derives turns and token state. Invalid records
    * are skipped and reported, not thrown. On a store-backed session it is written in one
    * transaction.
    *
@@ -1904,7 +1919,7 @@ export declare function defaultStorePath(): string
 
 /** What {@link validateMessages} can find wrong. */
 export type MessageProblemCode =
-  | 'not_a_message'              // not {role: 'user' | 'assistant', content: string | blocks}
+  | 'not_a_message'              // not {role: 'user' | 'assistant' | 'system', content: string | blocks}
   | 'first_not_user'             // the first message is not a user message
   | 'roles_not_alternating'      // two messages in a row with the same role
   | 'empty_content'              // no blocks (only the final assistant message may have none)
@@ -1994,7 +2009,7 @@ export type ConvertWarningCode =
   | 'field_dropped'               // another field the target cannot carry (a document's context, a non-direct caller, an unknown message field)
   | 'reordered'                   // Chat Completions: text after a tool call goes before the calls
   | 'message_dropped'             // a message left with nothing to send is left out
-  | 'system_moved'                // fromX: a system / developer message after the start, folded into the system prompt
+  | 'system_moved'                // no longer given: a system / developer message after the start stays in place
   | 'invalid_skipped'             // (Rust API only, unchecked input) a value that is not a neutral message or block
 
 /** Something a conversion could not carry over. */
@@ -2126,6 +2141,8 @@ export type AnthropicContentBlockParam =
 export type AnthropicMessageParam =
   | { role: 'user'; content: string | AnthropicContentBlockParam[] }
   | { role: 'assistant'; content: string | AnthropicContentBlockParam[] }
+  /** a system message inside the conversation, in place */
+  | { role: 'system'; content: string | AnthropicTextBlockParam[] }
 
 export interface ToAnthropicResult {
   /** The system prompt as given (`openai` fields stripped); absent when none was given. */
@@ -2404,8 +2421,8 @@ export declare function toAnthropic(messages: ReadonlyArray<MessageParamLike>, o
 
 /**
  * Anthropic messages (`MessageParam`s, response `Message`s) to neutral messages: string content
- * becomes one text block, a `system` role message goes to `system`, ids are restored with
- * `idMap`; everything else is kept as given.
+ * becomes one text block, a `system` role message stays in place (a neutral system message),
+ * ids are restored with `idMap`; everything else is kept as given.
  */
 export declare function fromAnthropic(
   messages: ReadonlyArray<MessageParamLike | { role: 'system'; content: string | ReadonlyArray<TextBlock> }>,
@@ -2430,9 +2447,9 @@ export declare function toOpenAIChat(messages: ReadonlyArray<MessageParamLike>, 
 
 /**
  * Chat Completions messages (params, or a response's `choices[0].message`) to neutral messages:
- * leading system / developer messages become `system`; tool messages and the user message after
- * them one user message (tool_results first); consecutive messages of one role merged; ids
- * restored with `idMap`. Fields with no neutral equivalent are kept under `openai` / as
+ * leading system / developer messages become `system`, later ones system messages in place; tool
+ * messages and the user message after them one user message (tool_results first); consecutive
+ * messages of one role merged; ids restored with `idMap`. Fields with no neutral equivalent are kept under `openai` / as
  * `openai_part` blocks, restored by `toOpenAIChat`.
  *
  * @throws {ThreadlineError} `INVALID_INPUT` with the path, e.g. for `arguments` that are not a
@@ -2458,7 +2475,8 @@ export declare function toOpenAIResponses(messages: ReadonlyArray<MessageParamLi
 
 /**
  * Responses items (input items, a response's `output`, or an `input` string) to neutral
- * messages: system / developer messages become `system`; consecutive items of one role one
+ * messages: leading system / developer messages become `system`, later ones system messages in
+ * place; consecutive items of one role one
  * message (a response's reasoning, message and function_call items: one assistant message);
  * ids restored with `idMap`. Reasoning items become `openai_reasoning` blocks, other items with
  * no neutral equivalent `openai_item` blocks; item ids, statuses, annotations go under `openai`.

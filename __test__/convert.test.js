@@ -331,7 +331,7 @@ test('bad input is INVALID_INPUT naming the path', () => {
   expectError(() => toOpenAIChat('hi'), 'INVALID_INPUT', 'toOpenAIChat: expected an array of messages, got a string')
   expectError(() => toAnthropic([{ role: 'user', content: [{ type: 'tool_result' }] }]), 'INVALID_INPUT',
     'toAnthropic: messages[0].content[0].tool_use_id: expected a string')
-  expectError(() => toOpenAIResponses([{ role: 'system', content: 'x' }]), 'INVALID_INPUT', 'toOpenAIResponses: messages[0].role:')
+  expectError(() => toOpenAIResponses([{ role: 'developer', content: 'x' }]), 'INVALID_INPUT', 'toOpenAIResponses: messages[0].role:')
   expectError(() => toOpenAIChat([], { system: 5 }), 'INVALID_INPUT', 'toOpenAIChat: system: expected a string or an array of text blocks')
   expectError(() => toOpenAIChat([], { sytem: 'x' }), 'INVALID_INPUT', 'toOpenAIChat: options.sytem')
   expectError(() => toOpenAIChat([], 'x'), 'INVALID_INPUT', 'toOpenAIChat: options: expected an object')

@@ -53,8 +53,8 @@ function preview(s, max = 48) {
 
 /** @param {number} n */
 const num = (n) => n.toLocaleString('en-US')
-/** @param {'user' | 'assistant'} r */
-const role = (r) => (r === 'assistant' ? c.magenta('assistant') : c.cyan('user     '))
+/** @param {'user' | 'assistant' | 'system'} r */
+const role = (r) => (r === 'assistant' ? c.magenta('assistant') : r === 'system' ? c.dim('system   ') : c.cyan('user     '))
 /** @param {string} s */
 const lines = (s) => (s ? s.split('\n').length : 0)
 

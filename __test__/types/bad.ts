@@ -17,7 +17,7 @@ for (const m of session.messages) {
   }
 }
 
-session.append({ role: 'system', content: 'You are terse.' }) // BAD TS2345: role 'system' is not a message role
+session.append({ role: 'tool', content: 'You are terse.' }) // BAD TS2345: role 'tool' is an OpenAI Chat message (convert it with fromOpenAIChat)
 session.append({ role: 'user', content: [{ type: 'tool_result', content: 'ok' }] }) // BAD TS2741: tool_result without tool_use_id
 session.append({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash' }] }) // BAD TS2741: tool_use without input
 session.appendMessage('hi') // BAD TS2339: no such method

@@ -142,3 +142,26 @@ export async function nextRequest(client: Anthropic, session: Session): Promise<
   const plan = session.compactionPlan({ targetTokens: 20_000, keepTurns: 2 })
   session.compact({ summary: 'summary', firstKeptUuid: plan.firstKeptUuid, trigger: 'auto' })
 }
+
+// ---- any SDK MessageParam appends as it is (docs/api.md), a system message among them; a recall
+// tool call of any kind the openai SDK declares (a custom call too) goes into handle() ----------
+export async function sdkMessagesAndCalls(
+  session: Session,
+  m: Anthropic.MessageParam,
+  system: Anthropic.SystemMessageParam,
+  response: Anthropic.Beta.BetaMessage,
+  call: import('openai').OpenAI.ChatCompletionMessageToolCall,
+  calls: import('openai').OpenAI.ChatCompletionMessageToolCall[],
+): Promise<void> {
+  session.append(m)
+  session.append(system)
+  session.append({ role: 'system', content: 'Answer in French from now on.' })
+  session.appendMany([m, system])
+  // a response of the context-management beta, compaction block and all
+  session.append(response)
+  const messages: Anthropic.MessageParam[] = toAnthropic(session.messages).messages
+  void messages
+  const tools = Store.open(':memory:').recallTools()
+  await tools.handle(call)
+  for (const c of calls) await tools.handle(c)
+}

@@ -193,7 +193,7 @@ function preview(block: ContentBlock): string {
 
 const messages: Message[] = session.messages
 for (const m of messages) {
-  const role: 'user' | 'assistant' = m.role
+  const role: 'user' | 'assistant' | 'system' = m.role
   for (const b of m.content) assert.equal(typeof preview(b), 'string')
   if (role === 'assistant' && m.usage) {
     const cacheRead: number | null | undefined = m.usage.cache_read_input_tokens
@@ -257,7 +257,7 @@ assert.equal(forSdk.length, 3)
 const restored: RestoreResult = new Session().restoreMessages([
   '{"role":"user","content":"hi"}',
   { role: 'assistant', content: 'hello' },
-  { role: 'system', content: 'skipped' },
+  { role: 'tool', content: 'skipped' },
 ])
 assert.equal(restored.messageCount, 2)
 assert.equal(restored.skipped[0]?.index, 2)

@@ -34,8 +34,8 @@ export function misuses(store: Store, session: Session, block: ContentBlock, mes
   if (block.type !== 'text' && block.type !== 'thinking' && block.type !== 'redacted_thinking' && block.type !== 'tool_use' && block.type !== 'tool_result' && block.type !== 'image' && block.type !== 'document') { const none: never = block; void none }
 
   // ---- append: messages --------------------------------------------------------------------
-  // @ts-expect-error role 'system' is not a message role (give the system prompt per request)
-  session.append({ role: 'system', content: 'You are terse.' })
+  // @ts-expect-error role 'tool' is an OpenAI Chat message (convert it with fromOpenAIChat first)
+  session.append({ role: 'tool', content: 'You are terse.' })
   // @ts-expect-error a tool_result block needs tool_use_id
   session.append({ role: 'user', content: [{ type: 'tool_result', content: 'ok' }] })
   // @ts-expect-error a tool_use block needs input
@@ -106,8 +106,8 @@ export function misuses(store: Store, session: Session, block: ContentBlock, mes
   session.envelopesAsync()[0]
 
   // ---- read types --------------------------------------------------------------------------
-  // @ts-expect-error role is 'user' | 'assistant'
-  if (message.role === 'system') return
+  // @ts-expect-error role is 'user' | 'assistant' | 'system'
+  if (message.role === 'tool') return
   // @ts-expect-error content is always blocks when read back (a string comes back as a text block)
   message.content.toUpperCase()
   // @ts-expect-error turn status values are fixed
@@ -125,8 +125,8 @@ export function misuses(store: Store, session: Session, block: ContentBlock, mes
 import { fromOpenAIChat, fromOpenAIResponses, toAnthropic, toOpenAIChat, toOpenAIResponses, validateMessages } from 'threadline'
 
 export function converterMisuses(messages: Message[]): void {
-  // @ts-expect-error the neutral model has no system role: give the system prompt as an option
-  toOpenAIChat([{ role: 'system', content: 'Be terse.' }])
+  // @ts-expect-error the neutral model has no developer role: a system message, or the system prompt as an option
+  toOpenAIChat([{ role: 'developer', content: 'Be terse.' }])
   // @ts-expect-error the system prompt is a string or text blocks
   toAnthropic(messages, { system: 42 })
   // @ts-expect-error an id map maps strings to strings

@@ -613,10 +613,10 @@ fn bad_input_is_an_error_naming_the_path() {
         e.message(),
         "fromAnthropic: messages[0].content[0].tool_use_id: expected a string"
     );
-    let e = check_neutral(&[json!({"role": "system", "content": "x"})], None).unwrap_err();
+    let e = check_neutral(&[json!({"role": "tool", "content": "x"})], None).unwrap_err();
     assert!(e
         .message()
-        .starts_with("messages[0].role: expected 'user' or 'assistant'"));
+        .starts_with("messages[0].role: expected 'user', 'assistant' or 'system'"));
     let e = check_neutral(&[], Some(&json!(5))).unwrap_err();
     assert_eq!(
         e.message(),

@@ -135,7 +135,11 @@ impl Session {
             let read = read_context(&conn, self, options)?;
             let mut stats = ContextStats {
                 start_seq: read.start_seq,
-                compacted: self.read_tail(&conn)?.state.compaction.is_some(),
+                compacted: {
+                    let state = &self.read_tail(&conn)?.state;
+                    state.compaction.is_some()
+                        || (options.target == Target::Anthropic && state.compaction_block.is_some())
+                },
                 tokens_per_char: read.ratio,
                 calibrated: read.calibrated,
                 ..Default::default()
@@ -258,10 +262,11 @@ fn cut(
     stats: &mut ContextStats,
 ) -> Vec<Msg> {
     let msgs = shape(view, o, stats);
-    let msgs = pair(merge(msgs), stats);
+    let anthropic = o.target == Target::Anthropic;
+    let msgs = pair(merge(msgs), stats, anthropic);
     // A turn can start with the results of the response before it (merged into the prompt's
     // message): cut there, those results lose their call.
-    pair(budget(msgs, o, ratio, stats), stats)
+    pair(budget(msgs, o, ratio, stats), stats, anthropic)
 }
 
 /// What `build_context` read of the context.
@@ -350,11 +355,12 @@ pub(crate) fn reads_whole() -> bool {
 /// sent are then exactly those a read of the whole context gives; what lies before the records
 /// read is counted (records, turns) from the stored positions.
 fn read_context(conn: &crate::storage::db::Db, s: &Session, o: &ContextOptions) -> Result<Read> {
-    let whole = |conn| view_and_ratio(conn, s).map(Read::whole);
+    let anthropic = o.target == Target::Anthropic;
+    let whole = |conn| view_and_ratio_for(conn, s, anthropic).map(Read::whole);
     if o.max_tokens.is_none() && o.max_messages.is_none() || WHOLE.with(Cell::get) {
         return whole(conn);
     }
-    let Some(mut back) = read_back::ReadBack::new(conn, s)? else {
+    let Some(mut back) = read_back::ReadBack::for_target(conn, s, anthropic)? else {
         return whole(conn);
     };
     while back.read_more(conn, s.num)? {
@@ -573,12 +579,21 @@ pub(crate) fn view_and_ratio(
     conn: &crate::storage::db::Db,
     s: &Session,
 ) -> Result<(Vec<ViewRecord>, f64, bool)> {
+    view_and_ratio_for(conn, s, false)
+}
+
+/// As `view_and_ratio`, for a request to `anthropic` or not (`compaction_point::start_for`).
+fn view_and_ratio_for(
+    conn: &crate::storage::db::Db,
+    s: &Session,
+    anthropic: bool,
+) -> Result<(Vec<ViewRecord>, f64, bool)> {
     let tail = s.read_tail(conn)?;
     let crate::session::compaction_point::Start {
         seq: start,
         summary,
         tokens_per_char,
-    } = crate::session::compaction_point::start(conn, s.num, &tail.state)?;
+    } = crate::session::compaction_point::start_for(conn, s.num, &tail.state, anthropic)?;
     let mut view: Vec<ViewRecord> = summary.into_iter().collect();
     let path = tail
         .next_seq
@@ -813,11 +828,11 @@ fn merge(msgs: Vec<Msg>) -> Vec<Msg> {
 /// messages left empty, and what comes before the first user message: the request must be
 /// valid. Leaving a message out can orphan its neighbours' calls or results, so this runs until
 /// nothing more is left out.
-fn pair(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
+fn pair(mut msgs: Vec<Msg>, stats: &mut ContextStats, anthropic: bool) -> Vec<Msg> {
     loop {
         let before: usize = msgs.iter().map(|m| blocks(&m.message).len()).sum();
         let count = msgs.len();
-        msgs = pair_once(msgs, stats);
+        msgs = pair_once(msgs, stats, anthropic);
         let after: usize = msgs.iter().map(|m| blocks(&m.message).len()).sum();
         if after == before && msgs.len() == count {
             return msgs;
@@ -825,8 +840,8 @@ fn pair(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
     }
 }
 
-fn pair_once(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
-    let msgs = drop_leading(msgs, stats);
+fn pair_once(msgs: Vec<Msg>, stats: &mut ContextStats, anthropic: bool) -> Vec<Msg> {
+    let msgs = drop_leading(msgs, stats, anthropic);
     let ids = |m: &Msg, ty: &str, key: &str| -> Vec<String> {
         blocks(&m.message)
             .iter()
@@ -895,23 +910,43 @@ fn pair_once(msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
         }
     }
     // Leaving messages out can put two of one role side by side again.
-    drop_leading(merge(out), stats)
+    drop_leading(merge(out), stats, anthropic)
 }
 
 /// A request starts with a user message, and its results have no call before them: what comes
 /// before the first user message with something besides results goes (in one step: one by one,
-/// each assistant message left out would orphan the results after it, over and over).
-fn drop_leading(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
+/// each assistant message left out would orphan the results after it, over and over). System
+/// messages before it stay. To Anthropic, a request may start at the assistant message holding a
+/// `compaction` block (the server reads from there on).
+fn drop_leading(msgs: Vec<Msg>, stats: &mut ContextStats, anthropic: bool) -> Vec<Msg> {
     let lead = msgs
         .iter()
         .position(|m| {
-            m.message.get("role").and_then(Value::as_str) == Some("user")
+            let role = m.message.get("role").and_then(Value::as_str);
+            (role == Some("user")
                 && blocks(&m.message)
                     .iter()
-                    .any(|b| block_type(b) != "tool_result")
+                    .any(|b| block_type(b) != "tool_result"))
+                || (anthropic
+                    && role == Some("assistant")
+                    && blocks(&m.message)
+                        .iter()
+                        .any(|b| block_type(b) == "compaction"))
         })
         .unwrap_or(msgs.len());
-    for m in msgs.drain(..lead) {
+    let is_system = |m: &Msg| m.message.get("role").and_then(Value::as_str) == Some("system");
+    if lead == 0 || lead < msgs.len() && msgs[..lead].iter().all(is_system) {
+        return msgs;
+    }
+    let mut msgs = msgs;
+    let rest = msgs.split_off(lead);
+    let mut out = Vec::with_capacity(rest.len() + 1);
+    for m in msgs {
+        // Kept in place before the first prompt, unless nothing follows to be sent.
+        if is_system(&m) && !rest.is_empty() {
+            out.push(m);
+            continue;
+        }
         for b in blocks(&m.message) {
             let id = match block_type(b) {
                 "tool_use" => b.get("id"),
@@ -924,7 +959,8 @@ fn drop_leading(mut msgs: Vec<Msg>, stats: &mut ContextStats) -> Vec<Msg> {
                 .push(json!({"type": block_type(b), "id": id}));
         }
     }
-    msgs
+    out.extend(rest);
+    out
 }
 
 /// The system prompt as an OpenAI target sends it (the first message): as given, less its empty or

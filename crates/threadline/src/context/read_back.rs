@@ -31,8 +31,14 @@ pub(crate) struct ReadBack {
 impl ReadBack {
     /// None for a session with no records.
     pub fn new(conn: &Db, s: &Session) -> Result<Option<ReadBack>> {
+        ReadBack::for_target(conn, s, false)
+    }
+
+    /// As `new`, for a request to `anthropic` or not (`compaction_point::start_for`).
+    pub fn for_target(conn: &Db, s: &Session, anthropic: bool) -> Result<Option<ReadBack>> {
         let tail = s.read_tail(conn)?;
-        let start = crate::session::compaction_point::start(conn, s.num, &tail.state)?;
+        let start =
+            crate::session::compaction_point::start_for(conn, s.num, &tail.state, anthropic)?;
         let Some(last) = tail.next_seq.checked_sub(1) else {
             return Ok(None);
         };

@@ -181,6 +181,8 @@ fn inserted_by_harness(env: &Map<String, Value>) -> bool {
 fn derived_type(f: &MessageFacts) -> &'static str {
     match f.role {
         Some(Role::Assistant) => "assistant",
+        // A record of its own type: never a prompt, never indexed for search.
+        Some(Role::System) => "system",
         _ if !f.is_prompt && !f.tool_result_ids.is_empty() => "tool_result",
         _ => "user",
     }
@@ -253,8 +255,10 @@ fn check_fields(env: &Map<String, Value>, facts: Option<&MessageFacts>) -> Resul
     };
     let role = facts.and_then(|f| f.role);
     let clash = match (ty, role) {
-        (Some("assistant"), Some(Role::User)) => Some("an assistant record needs role 'assistant'"),
-        (Some("user" | "tool_result"), Some(Role::Assistant)) => {
+        (Some("assistant"), Some(Role::User | Role::System)) => {
+            Some("an assistant record needs role 'assistant'")
+        }
+        (Some("user" | "tool_result"), Some(Role::Assistant | Role::System)) => {
             Some("a user or tool_result record needs role 'user'")
         }
         (Some("user" | "assistant" | "tool_result"), None) => {

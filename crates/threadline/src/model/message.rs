@@ -12,6 +12,19 @@ use crate::model::usage::Usage;
 pub enum Role {
     User,
     Assistant,
+    /// A system message inside the conversation (the Anthropic API takes one in `messages`):
+    /// never a prompt, it starts no turn.
+    System,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+        }
+    }
 }
 
 /// What session state needs to know about one message.
@@ -33,6 +46,9 @@ pub struct MessageFacts {
     pub usage: Option<Usage>,
     /// the provider's message id, used to count one response once.
     pub id: Option<String>,
+    /// holds a `compaction` block (Anthropic's context management): a request to Anthropic
+    /// starts at the latest such message
+    pub compaction: bool,
 }
 
 /// A tool call block: `tool_use` (answered in a later user message) or `server_tool_use` /
@@ -98,6 +114,8 @@ enum Place {
     Assistant,
     /// inside a tool_result's content
     ToolResult,
+    /// a system message: text blocks only, as the provider takes it
+    System,
 }
 
 /// Validates `msg` in place, turning string content into `[{type:'text', text}]`.
@@ -126,16 +144,23 @@ pub fn check_message(msg: &mut Value, path: &Path) -> Result<MessageFacts> {
     let role = match obj.get("role") {
         Some(Value::String(r)) if r == "user" => Role::User,
         Some(Value::String(r)) if r == "assistant" => Role::Assistant,
-        Some(Value::String(r)) if r == "system" => {
+        Some(Value::String(r)) if r == "system" => Role::System,
+        Some(Value::String(r)) if r == "tool" || r == "function" => {
             return Err(Error::invalid(
                 &path.key("role"),
-                "'system' is not a message role; give the system prompt per request",
+                format!("'{r}' is an OpenAI Chat message; convert it with fromOpenAIChat(messages) first"),
+            ))
+        }
+        Some(Value::String(r)) if r == "developer" => {
+            return Err(Error::invalid(
+                &path.key("role"),
+                "'developer' is an OpenAI message; use role 'system', or convert it with fromOpenAIChat(messages) / fromOpenAIResponses(items) first",
             ))
         }
         Some(Value::String(r)) => {
             return Err(Error::invalid(
                 &path.key("role"),
-                format!("expected 'user' or 'assistant', got '{r}'"),
+                format!("expected 'user', 'assistant' or 'system', got '{r}'"),
             ))
         }
         Some(v) => {
@@ -146,6 +171,18 @@ pub fn check_message(msg: &mut Value, path: &Path) -> Result<MessageFacts> {
         }
         None => return Err(Error::invalid(&path.key("role"), "required")),
     };
+    // OpenAI Chat's shape of a tool call: said before `content` (often null there) is checked.
+    if obj.contains_key("tool_calls") || obj.contains_key("function_call") {
+        let key = if obj.contains_key("tool_calls") {
+            "tool_calls"
+        } else {
+            "function_call"
+        };
+        return Err(Error::invalid(
+            &path.key(key),
+            format!("a message with {key} is an OpenAI Chat message; convert it with fromOpenAIChat(messages) first"),
+        ));
+    }
     for key in ["id", "model"] {
         opt_string(obj, key, path)?;
     }
@@ -177,16 +214,16 @@ pub fn check_message(msg: &mut Value, path: &Path) -> Result<MessageFacts> {
             ),
         ));
     };
-    if role == Role::User && blocks.is_empty() {
+    if role != Role::Assistant && blocks.is_empty() {
         return Err(Error::invalid(
             &content_path,
-            "a user message needs at least one block",
+            format!("a {} message needs at least one block", role.as_str()),
         ));
     }
-    let place = if role == Role::User {
-        Place::User
-    } else {
-        Place::Assistant
+    let place = match role {
+        Role::User => Place::User,
+        Role::Assistant => Place::Assistant,
+        Role::System => Place::System,
     };
     let mut facts = MessageFacts {
         role: Some(role),
@@ -220,6 +257,7 @@ pub fn check_message(msg: &mut Value, path: &Path) -> Result<MessageFacts> {
             {
                 facts.results.push(result_fact(block));
             }
+            "compaction" => facts.compaction = true,
             _ if is_human_block(block) => facts.is_prompt = true,
             _ => {}
         }
@@ -281,6 +319,13 @@ fn check_block<'a>(block: &'a Value, path: &Path, place: Place) -> Result<&'a st
         }
         None => return Err(Error::invalid(&path.key("type"), "required")),
     };
+    // The provider takes text blocks only in a system message (SystemMessageParam).
+    if place == Place::System && ty != "text" {
+        return Err(Error::invalid(
+            &path.key("type"),
+            format!("a system message holds text blocks only, got '{ty}'"),
+        ));
+    }
     let only = |allowed: &[Place], what: &str| -> Result<()> {
         if allowed.contains(&place) {
             Ok(())
@@ -304,6 +349,14 @@ fn check_block<'a>(block: &'a Value, path: &Path, place: Place) -> Result<&'a st
         "redacted_thinking" => {
             only(&[Place::Assistant], "assistant messages")?;
             req_string(b, "data", path)?;
+        }
+        // The context-management beta's summary of what came before it (kept exactly, sent
+        // back as given: the server reads the request from the latest one on).
+        "compaction" => {
+            only(&[Place::Assistant], "assistant messages")?;
+            opt_string_or_null(b, "content", path)?;
+            opt_string_or_null(b, "encrypted_content", path)?;
+            opt_string_or_null(b, "signature", path)?;
         }
         "tool_use" | "server_tool_use" | "mcp_tool_use" => {
             only(&[Place::Assistant], "assistant messages")?;

@@ -44,6 +44,10 @@ pub struct State {
     /// the latest successful compaction: context starts there
     #[serde(rename = "cp", default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<CompactionPoint>,
+    /// the latest message holding an Anthropic `compaction` block: a request to Anthropic starts
+    /// there (the server ignores what lies before it)
+    #[serde(rename = "ab", default, skip_serializing_if = "Option::is_none")]
+    pub compaction_block: Option<u64>,
     /// the current branch before its last segment, as inclusive seq ranges (empty while the
     /// session was never rewound)
     #[serde(rename = "bp", default, skip_serializing_if = "Vec::is_empty")]
@@ -188,7 +192,10 @@ impl State {
         for id in &f.tool_result_ids {
             self.pending.retain(|p| p != id);
         }
-        let turn_start = f.is_prompt || self.turn.is_none();
+        // A system message starts no turn: one before the first prompt belongs to none, one
+        // later to the turn it is in.
+        let system = f.role == Some(Role::System);
+        let turn_start = f.is_prompt || (self.turn.is_none() && !system);
         if turn_start {
             self.pending.clear();
             self.turn = Some(TurnState {
@@ -199,8 +206,9 @@ impl State {
             });
             self.turns += 1;
         }
-        let turn = self.turn.get_or_insert_with(TurnState::default);
-        turn.tool_uses += f.tool_calls;
+        if let Some(turn) = self.turn.as_mut() {
+            turn.tool_uses += f.tool_calls;
+        }
         if f.role == Some(Role::Assistant) {
             // A response after user messages is a new one: calls of the last response that got
             // no result by now never will (the provider wants results in the very next user
@@ -214,7 +222,9 @@ impl State {
             Some(u) => {
                 let old = step.prior.unwrap_or_default();
                 self.cumulative = self.cumulative.replace(&old, u);
-                turn.usage = turn.usage.replace(&old, u);
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.usage = turn.usage.replace(&old, u);
+                }
                 self.latest = *u;
                 self.latest_key = step.response_key.map(str::to_string);
                 self.bytes_since_usage = 0;
@@ -222,7 +232,10 @@ impl State {
             }
             None => self.bytes_since_usage += step.bytes,
         }
-        self.last_role = f.role;
+        // The turn's status follows the user and assistant messages only.
+        if !system {
+            self.last_role = f.role;
+        }
         self.last_message_uuid = Some(step.uuid.to_string());
         Placed { index, turn_start }
     }

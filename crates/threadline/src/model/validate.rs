@@ -70,8 +70,27 @@ pub fn validate_messages(messages: &[Value]) -> Vec<Problem> {
     let mut open: Vec<Call> = Vec::new();
     let mut use_ids: HashSet<&str> = HashSet::new();
     let last = messages.len().saturating_sub(1);
+    // The first user or assistant message (system messages may come before it).
+    let mut first = true;
     for (i, m) in messages.iter().enumerate() {
         let at = format!("[{i}]");
+        if m.get("role").and_then(Value::as_str) == Some("system") {
+            check_system_message(m, i, &at, &mut say);
+            // The messages around it are turns of their own (the API combines a role's
+            // consecutive turns): a user message may follow a user message across it.
+            prev_role = None;
+            // A tool call's results go in the very next message: a system message between
+            // them leaves the call unanswered.
+            for c in open.drain(..) {
+                say(
+                    c.index,
+                    format!("[{}].content[{}]", c.index, c.block),
+                    ProblemCode::ToolUseWithoutResult,
+                    format!("tool_use '{}' has no tool_result in the next message", c.id),
+                );
+            }
+            continue;
+        }
         let role = m
             .get("role")
             .and_then(Value::as_str)
@@ -84,12 +103,15 @@ pub fn validate_messages(messages: &[Value]) -> Vec<Problem> {
                 i,
                 at,
                 ProblemCode::NotAMessage,
-                "expected {role: 'user' | 'assistant', content: string | blocks}".into(),
+                "expected {role: 'user' | 'assistant' | 'system', content: string | blocks}".into(),
             );
             prev_role = None;
             continue;
         };
-        if i == 0 && role != "user" {
+        let is_first = std::mem::replace(&mut first, false);
+        // The server reads a request from its latest compaction block on: a request may start
+        // at the assistant message holding one.
+        if is_first && role != "user" && !holds_compaction(content) {
             say(
                 i,
                 at.clone(),
@@ -248,6 +270,67 @@ pub fn validate_messages(messages: &[Value]) -> Vec<Problem> {
     out
 }
 
+/// An assistant message holding a `compaction` block (the context-management beta).
+pub(crate) fn holds_compaction(content: &Value) -> bool {
+    content.as_array().is_some_and(|blocks| {
+        blocks
+            .iter()
+            .any(|b| b.get("type").and_then(Value::as_str) == Some("compaction"))
+    })
+}
+
+/// A system message inside the conversation: text only, and some of it.
+fn check_system_message(
+    m: &Value,
+    i: usize,
+    at: &str,
+    say: &mut impl FnMut(usize, String, ProblemCode, String),
+) {
+    match m.get("content") {
+        Some(Value::String(s)) if s.trim().is_empty() => say(
+            i,
+            format!("{at}.content"),
+            ProblemCode::EmptyText,
+            "empty text content (or only whitespace)".into(),
+        ),
+        Some(Value::String(_)) => {}
+        Some(Value::Array(blocks)) => {
+            if blocks.is_empty() {
+                say(
+                    i,
+                    format!("{at}.content"),
+                    ProblemCode::EmptyContent,
+                    "a message needs at least one block".into(),
+                );
+            }
+            for (j, b) in blocks.iter().enumerate() {
+                let text = b.get("text").and_then(Value::as_str);
+                if b.get("type").and_then(Value::as_str) != Some("text") || text.is_none() {
+                    say(
+                        i,
+                        format!("{at}.content[{j}]"),
+                        ProblemCode::NotAMessage,
+                        "a system message holds text blocks only".into(),
+                    );
+                } else if text.is_some_and(|t| t.trim().is_empty()) {
+                    say(
+                        i,
+                        format!("{at}.content[{j}]"),
+                        ProblemCode::EmptyText,
+                        "empty text block".into(),
+                    );
+                }
+            }
+        }
+        _ => say(
+            i,
+            at.to_string(),
+            ProblemCode::NotAMessage,
+            "expected {role: 'system', content: string | text blocks}".into(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,7 +375,7 @@ mod tests {
             {"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}, call("b")]},
             {"role": "user", "content": []},
             {"role": "assistant", "content": [call("b")]},
-            {"role": "system", "content": "x"},
+            {"role": "tool", "content": "x"},
         ]);
         assert_eq!(
             codes(v),

@@ -183,13 +183,15 @@ impl<'o> Plan<'o> {
                     "options.roles: name at least one role".into(),
                 ))
             }
-            Some(r) => r
-                .iter()
-                .map(|r| match r {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                })
-                .collect(),
+            Some(r) => {
+                // System messages are instructions, not conversation: never indexed.
+                if let Some(i) = r.iter().position(|r| *r == Role::System) {
+                    return Err(Error::InvalidInput(format!(
+                        "options.roles[{i}]: expected 'user' or 'assistant' (system messages are not searched), got 'system'"
+                    )));
+                }
+                r.iter().map(|r| r.as_str()).collect()
+            }
         };
         let time = |s: &Option<String>, name: &str| -> Result<Option<i64>> {
             s.as_deref()

@@ -144,7 +144,8 @@ impl RecallTools<'_> {
     }
 
     /// Answers a call: `{name, input}`, an Anthropic `tool_use` block, an OpenAI Chat tool call
-    /// (`{id, function: {name, arguments}}`) or a Responses `function_call`. Always a
+    /// (`{id, function: {name, arguments}}`, or a custom one, `{id, custom: {name, input}}`, whose
+    /// input must be a JSON object's text) or a Responses `function_call`. Always a
     /// `tool_result` block: what went wrong is said in an `is_error` one. Errors of the store
     /// itself (closed, damaged) are thrown, and an id that is not a string (INVALID_INPUT: the
     /// provider's SDKs give strings, and a result must name its call by one).
@@ -632,6 +633,36 @@ struct Call {
 
 impl Call {
     fn of(call: &Value) -> std::result::Result<Call, String> {
+        // OpenAI's custom tool call: free text for a tool that takes it. The recall tools take
+        // JSON, so text that is a JSON object is taken as the arguments.
+        if let Some(custom) = call
+            .get("custom")
+            .filter(|_| call.get("function").is_none())
+        {
+            let name = custom
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or("the call names no tool (expected custom.name)")?
+                .to_string();
+            let input = match custom.get("input") {
+                None | Some(Value::Null) => Value::Object(Map::new()),
+                Some(Value::String(s)) if s.trim().is_empty() => Value::Object(Map::new()),
+                Some(Value::String(s)) => crate::model::json::parse(s).map_err(|e| {
+                    format!(
+                        "custom.input: {name} takes a JSON object as its input, got text that is not JSON ({})",
+                        e.message()
+                    )
+                })?,
+                Some(other) => other.clone(),
+            };
+            return match input {
+                Value::Object(input) => Ok(Call { name, input }),
+                other => Err(format!(
+                    "custom.input: {name} takes a JSON object as its input, got {}",
+                    crate::model::message::kind(&other)
+                )),
+            };
+        }
         let function = call.get("function");
         let name = call
             .get("name")
@@ -770,8 +801,5 @@ fn plural(n: u64) -> &'static str {
 }
 
 fn role_str(r: crate::model::message::Role) -> &'static str {
-    match r {
-        crate::model::message::Role::User => "user",
-        crate::model::message::Role::Assistant => "assistant",
-    }
+    r.as_str()
 }

@@ -57,6 +57,21 @@ pub(crate) fn start(conn: &Db, num: i64, state: &State) -> Result<Start> {
     })
 }
 
+/// Where the current context starts for a request to `anthropic` or not: an Anthropic request
+/// starts at the latest message holding a `compaction` block when that is later than the latest
+/// compaction's start (the server ignores what lies before the block, a summary too).
+pub(crate) fn start_for(conn: &Db, num: i64, state: &State, anthropic: bool) -> Result<Start> {
+    let normal = start(conn, num, state)?;
+    match state.compaction_block {
+        Some(block) if anthropic && block >= normal.seq => Ok(Start {
+            seq: block,
+            summary: None,
+            tokens_per_char: normal.tokens_per_char,
+        }),
+        _ => Ok(normal),
+    }
+}
+
 /// The compaction point a record sets, if it is one: Threadline's `compaction` record, or Claude
 /// Code's `compact_boundary` (the summary is the user message right after it).
 pub(crate) fn point_of(

@@ -588,15 +588,15 @@ impl Writer<'_> {
             });
             msg_index = Some(placed.index as i64);
             turn_start = placed.turn_start;
+            if f.compaction {
+                tail.state.compaction_block = Some(seq);
+            }
         }
         if let Some(p) = &d.tokens {
             tail.state.restore_tokens(p);
         }
         let usage = facts.and_then(|f| f.usage);
-        let role = d.message.as_ref().and_then(|f| f.role).map(|r| match r {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        });
+        let role = d.message.as_ref().and_then(|f| f.role).map(Role::as_str);
         tail.state.track_stream(&d.env, seq);
         if let Some(point) = compaction_point::point_of(conn, this.num, &d.env, seq)? {
             tail.state.compacted(point);

@@ -6,8 +6,9 @@
 //!   ones too) is stripped; `openai_reasoning` / `openai_item` / `openai_part` blocks are left out
 //!   with a warning; tool-call ids not matching `^[a-zA-Z0-9_-]+$` are mapped. A message left
 //!   empty is left out and its neighbours of one role merged, so the request stays valid.
-//! - from: string content becomes one text block, a `system` role message is folded into the
-//!   system prompt, ids are restored with the map; everything else is kept as given.
+//! - system messages (role 'system', inside the conversation) stay where they are, both ways.
+//! - from: string content becomes one text block, ids are restored with the map; everything else
+//!   is kept as given.
 
 use serde_json::Value;
 
@@ -32,15 +33,28 @@ pub fn to_anthropic(messages: &[Value], system: Option<&Value>) -> Converted {
         let Some(role) = m
             .get("role")
             .and_then(Value::as_str)
-            .filter(|r| matches!(*r, "user" | "assistant"))
+            .filter(|r| matches!(*r, "user" | "assistant" | "system"))
         else {
             w.add(
                 &at,
                 codes::INVALID_SKIPPED,
-                "not a message with role 'user' or 'assistant'",
+                "not a message with role 'user', 'assistant' or 'system'",
             );
             continue;
         };
+        if role == "system" {
+            // In place, as the API takes it inside `messages`; never merged with a neighbour.
+            check_message_fields(m, &at, "Anthropic", &mut w);
+            let content = match m.get("content") {
+                Some(Value::Array(blocks)) => {
+                    Value::Array(blocks.iter().map(without_openai).collect())
+                }
+                Some(other) => other.clone(),
+                None => Value::String(String::new()),
+            };
+            out.push(obj(vec![("role", role.into()), ("content", content)]));
+            continue;
+        }
         check_message_fields(m, &at, "Anthropic", &mut w);
         let content = match m.get("content") {
             Some(Value::String(s)) => Value::String(s.clone()),
@@ -168,8 +182,8 @@ fn without_openai(v: &Value) -> Value {
 }
 
 /// Anthropic messages (`MessageParam`s or response `Message`s) to neutral messages: string
-/// content becomes one text block, `system` role messages go to the system prompt, tool-call
-/// ids are restored with `id_map`; everything else is kept as given.
+/// content becomes one text block (`system` role messages stay in place), tool-call ids are
+/// restored with `id_map`; everything else is kept as given.
 pub fn from_anthropic(
     messages: &[Value],
     system: Option<&Value>,
@@ -183,7 +197,7 @@ fn run(
     system: Option<&Value>,
     id_map: Option<&IdMap>,
 ) -> Result<FromConverted> {
-    let mut w = Warnings::new();
+    let w = Warnings::new();
     let mut sys = SystemAcc::default();
     if let Some(s) = system.filter(|s| !s.is_null()) {
         check_system_value(s, &Path::root().key("system"))?;
@@ -207,18 +221,8 @@ fn run(
             )
         })?;
         match role {
-            "system" => {
-                check_system_value(content, &at.key("content"))?;
-                if !out.is_empty() {
-                    w.add(
-                        at.to_string(),
-                        codes::SYSTEM_MOVED,
-                        "a system message after the first message is folded into the system prompt",
-                    );
-                }
-                sys.push(content.clone());
-                continue;
-            }
+            // In place: the API takes system messages inside `messages`.
+            "system" => check_system_value(content, &at.key("content"))?,
             "user" | "assistant" => {}
             r => {
                 return Err(Error::invalid(

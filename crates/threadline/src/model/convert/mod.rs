@@ -87,7 +87,7 @@ pub mod codes {
     /// a message left with nothing the target can take.
     pub const MESSAGE_DROPPED: &str = "message_dropped";
     /// from_*: a system / developer message after the first message, folded into the system
-    /// prompt.
+    /// prompt. (No longer given: such a message stays in place, a neutral `system` message.)
     pub const SYSTEM_MOVED: &str = "system_moved";
     /// input that is not a valid neutral message or block, left out (only when the input was not
     /// checked with [`super::check_neutral`] first).
@@ -466,6 +466,27 @@ pub(crate) fn system_from_openai(
     }
 }
 
+/// A neutral system message's content for an OpenAI API: a string stays a string, text blocks
+/// become that API's text parts (`part`).
+pub(crate) fn system_message_content(
+    m: &Value,
+    at: &str,
+    w: &mut Warnings,
+    part: fn(&Value, &str, &mut Warnings) -> Value,
+) -> Value {
+    match m.get("content") {
+        Some(Value::Array(blocks)) => Value::Array(
+            blocks
+                .iter()
+                .enumerate()
+                .map(|(j, b)| part(b, &format!("{at}.content[{j}]"), w))
+                .collect(),
+        ),
+        Some(other) => other.clone(),
+        None => Value::String(String::new()),
+    }
+}
+
 /// The fields of an object other than `skip`, leaving out null ones.
 pub(crate) fn extras(v: &Value, skip: &[&str]) -> Map<String, Value> {
     let mut out = Map::new();
@@ -480,7 +501,8 @@ pub(crate) fn extras(v: &Value, skip: &[&str]) -> Map<String, Value> {
 }
 
 /// Checks that `messages` (and `system`) are neutral messages the `to_*` functions can read:
-/// objects with role 'user' or 'assistant' and content a string or blocks, each block an object
+/// objects with role 'user' or 'assistant' and content a string or blocks, or role 'system' and
+/// content a string or text blocks, each block an object
 /// with a string `type` and the fields its type requires. Errors name the path
 /// (`messages[2].content[0].tool_use_id: expected a string`).
 pub fn check_neutral(messages: &[Value], system: Option<&Value>) -> Result<()> {
@@ -495,13 +517,29 @@ pub fn check_neutral(messages: &[Value], system: Option<&Value>) -> Result<()> {
         }
         match m.get("role").and_then(Value::as_str) {
             Some("user" | "assistant") => {}
+            Some("system") => {
+                let content = m.get("content").unwrap_or(&Value::Null);
+                check_system(content, &at.key("content"))?;
+                if content.is_null() {
+                    return Err(Error::invalid(
+                        &at.key("content"),
+                        "expected a string or an array of text blocks",
+                    ));
+                }
+                continue;
+            }
             Some(r) => {
                 return Err(Error::invalid(
                     &at.key("role"),
-                    format!("expected 'user' or 'assistant', got '{r}' (give the system prompt as `system`)"),
+                    format!("expected 'user', 'assistant' or 'system', got '{r}'"),
                 ))
             }
-            None => return Err(Error::invalid(&at.key("role"), "expected 'user' or 'assistant'")),
+            None => {
+                return Err(Error::invalid(
+                    &at.key("role"),
+                    "expected 'user', 'assistant' or 'system'",
+                ))
+            }
         }
         match m.get("content") {
             Some(Value::String(_)) => {}

@@ -14,7 +14,10 @@
 //!   text only: images and documents of a tool result move to the user message after the tool
 //!   messages (warning). `is_error` has no equivalent (warning; the content is sent as it is).
 //!
-//! From: the inverse. Leading system / developer messages become `system`; tool messages and the
+//! A system message inside the conversation goes in place as `{ role: 'system', content }`.
+//!
+//! From: the inverse. Leading system / developer messages become `system`, later ones neutral
+//! system messages in place; tool messages and the
 //! user message after them become one user message (tool_results first); consecutive messages of
 //! one role are merged. Fields with no neutral equivalent (`name`, `annotations`, `audio`, an
 //! image's `detail`, parts like `input_audio`) are kept under `openai` / as `openai_part` blocks
@@ -26,8 +29,8 @@ use super::ids::{IdMapper, IdTarget};
 use super::{
     arguments_of, block_type, blocks_of, check_message_fields, codes, content_document, data_url,
     extras, is_empty_value, merge_message_openai, obj, openai_field, openai_of, parse_arguments,
-    parse_data_url, push_blocks, restore_id, str_of, system_from_openai, text_block, tool_ids,
-    Converted, FromConverted, IdMap, SystemAcc, Warnings,
+    parse_data_url, push_blocks, restore_id, str_of, system_from_openai, system_message_content,
+    text_block, tool_ids, Converted, FromConverted, IdMap, SystemAcc, Warnings,
 };
 use crate::error::{Error, Path, Result};
 
@@ -60,11 +63,15 @@ pub fn to_openai_chat(messages: &[Value], system: Option<&Value>) -> Converted {
         match m.get("role").and_then(Value::as_str) {
             Some("assistant") => assistant_out(m, &at, &mut ids, &mut out, &mut w),
             Some("user") => user_out(m, &at, &mut ids, &mut out, &mut w),
+            Some("system") => {
+                let content = content_of_system(system_message_content(m, &at, &mut w, text_part));
+                out.push(obj(vec![("role", "system".into()), ("content", content)]));
+            }
             _ => {
                 w.add(
                     &at,
                     codes::INVALID_SKIPPED,
-                    "not a message with role 'user' or 'assistant'",
+                    "not a message with role 'user', 'assistant' or 'system'",
                 );
                 continue;
             }
@@ -76,6 +83,14 @@ pub fn to_openai_chat(messages: &[Value], system: Option<&Value>) -> Converted {
         messages: out,
         warnings: w.0,
         id_map: ids.reverse,
+    }
+}
+
+/// A system message's content: one plain text part as a string (as a string came in).
+fn content_of_system(content: Value) -> Value {
+    match content {
+        Value::Array(parts) => content_of(parts),
+        other => other,
     }
 }
 
@@ -547,13 +562,16 @@ fn run(messages: &[Value], id_map: Option<&IdMap>) -> Result<FromConverted> {
         match role {
             "system" | "developer" => {
                 let content = m.get("content").unwrap_or(&Value::Null);
-                sys.push(system_from_openai(content, &at.key("content"), &["text"])?);
-                if !out.is_empty() {
-                    w.add(
-                        at.to_string(),
-                        codes::SYSTEM_MOVED,
-                        format!("a {role} message after the first message is folded into the system prompt"),
-                    );
+                let content = system_from_openai(content, &at.key("content"), &["text"])?;
+                if out.is_empty() {
+                    sys.push(content);
+                } else {
+                    // After the conversation began: a system message in place.
+                    let content = match content {
+                        Value::String(s) => Value::Array(vec![text_block(&s)]),
+                        other => other,
+                    };
+                    out.push(obj(vec![("role", "system".into()), ("content", content)]));
                 }
                 if m.get("name").is_some_and(|n| !n.is_null()) {
                     w.add(

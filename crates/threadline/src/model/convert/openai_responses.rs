@@ -14,7 +14,10 @@
 //!   from the Responses API), each `openai_reasoning` block as the `reasoning` item it was,
 //!   each `openai_item` as its item. Anthropic thinking cannot be expressed (warning).
 //!
-//! From: the inverse; consecutive items of one role become one message (a response's reasoning,
+//! A system message inside the conversation goes in place as a `system` message item.
+//!
+//! From: the inverse (a system / developer message item after the first item: a neutral system
+//! message in place); consecutive items of one role become one message (a response's reasoning,
 //! message and function_call items: one assistant message). Item ids, statuses and other fields
 //! with no neutral equivalent are kept under `openai`; items with no neutral equivalent as
 //! `openai_reasoning` / `openai_item` blocks.
@@ -31,8 +34,8 @@ use super::openai_chat::{
 use super::{
     arguments_of, block_type, blocks_of, check_message_fields, codes, content_document, data_url,
     extras, is_empty_value, obj, openai_field, openai_of, parse_arguments, parse_data_url,
-    push_blocks, restore_id, str_of, system_from_openai, text_block, tool_ids, Converted,
-    FromConverted, IdMap, SystemAcc, Warnings,
+    push_blocks, restore_id, str_of, system_from_openai, system_message_content, text_block,
+    tool_ids, Converted, FromConverted, IdMap, SystemAcc, Warnings,
 };
 use crate::error::{Error, Path, Result};
 
@@ -70,11 +73,20 @@ pub fn to_openai_responses(messages: &[Value], system: Option<&Value>) -> Conver
         match m.get("role").and_then(Value::as_str) {
             Some("assistant") => assistant_out(m, &at, &mut ids, &custom, &mut out, &mut w),
             Some("user") => user_out(m, &at, &mut ids, &custom, &mut out, &mut w),
+            // In place, with the role the system prompt has.
+            Some("system") => out.push(obj(vec![
+                ("type", "message".into()),
+                ("role", "system".into()),
+                (
+                    "content",
+                    system_message_content(m, &at, &mut w, input_text),
+                ),
+            ])),
             _ => {
                 w.add(
                     &at,
                     codes::INVALID_SKIPPED,
-                    "not a message with role 'user' or 'assistant'",
+                    "not a message with role 'user', 'assistant' or 'system'",
                 );
                 continue;
             }
@@ -546,7 +558,7 @@ pub fn from_openai_responses(items: &[Value], id_map: Option<&IdMap>) -> Result<
 }
 
 fn run(items: &[Value], id_map: Option<&IdMap>) -> Result<FromConverted> {
-    let mut w = Warnings::new();
+    let w = Warnings::new();
     let mut sys = SystemAcc::default();
     let mut out: Vec<Value> = Vec::new();
     let root = Path::root().key("items");
@@ -572,13 +584,16 @@ fn run(items: &[Value], id_map: Option<&IdMap>) -> Result<FromConverted> {
                 match role {
                     "system" | "developer" => {
                         let text_types = ["input_text", "output_text", "text"];
-                        sys.push(system_from_openai(content, &cpath, &text_types)?);
-                        if !out.is_empty() {
-                            w.add(
-                                at.to_string(),
-                                codes::SYSTEM_MOVED,
-                                format!("a {role} message after the first item is folded into the system prompt"),
-                            );
+                        let content = system_from_openai(content, &cpath, &text_types)?;
+                        if out.is_empty() {
+                            sys.push(content);
+                        } else {
+                            // After the conversation began: a system message in place.
+                            let content = match content {
+                                Value::String(s) => Value::Array(vec![text_block(&s)]),
+                                other => other,
+                            };
+                            out.push(obj(vec![("role", "system".into()), ("content", content)]));
                         }
                     }
                     "user" | "assistant" => {
