@@ -17,7 +17,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::markdown::{media, models, result_text, tool_names};
-use super::{turn_starts, Transcript};
+use super::{is_compact_summary, thousands, turn_starts, Transcript};
 
 const STYLE: &str = include_str!("html.css");
 const SCRIPT: &str = "(()=>{const t=document.getElementById('tools');t.hidden=false;\
@@ -89,10 +89,10 @@ pub fn render(t: &Transcript) -> String {
             "Tokens",
             &format!(
                 "{} in · {} out · {} cache read · {} cache write",
-                sum(|u| u.input_tokens),
-                sum(|u| u.output_tokens),
-                sum(|u| u.cache_read_input_tokens),
-                sum(|u| u.cache_creation_input_tokens)
+                thousands(sum(|u| u.input_tokens)),
+                thousands(sum(|u| u.output_tokens)),
+                thousands(sum(|u| u.cache_read_input_tokens)),
+                thousands(sum(|u| u.cache_creation_input_tokens))
             ),
         );
     }
@@ -135,12 +135,12 @@ pub fn render(t: &Transcript) -> String {
     out
 }
 
-/// `1 turn`, `2 turns`.
+/// `1 turn`, `2 turns`, `1,024 messages`.
 fn count(n: u64, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
     } else {
-        format!("{n} {what}s")
+        format!("{} {what}s", thousands(n))
     }
 }
 
@@ -158,7 +158,9 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
         && blocks
             .iter()
             .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
+    let summary = is_compact_summary(r);
     let who = match role {
+        _ if summary => "Compaction summary".to_string(),
         "assistant" => "Assistant".to_string(),
         "user" if only_results => "Tool result".to_string(),
         "user" => "User".to_string(),
@@ -183,8 +185,28 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
     }
     out.push_str("</div>\n");
     let before = out.len();
-    for b in &blocks {
-        block(out, b, names);
+    if summary {
+        // Claude Code's summary of the conversation before (hundreds of lines), folded
+        let mut body = String::new();
+        for b in &blocks {
+            block(&mut body, b, names);
+        }
+        let text: Vec<&str> = blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        details(
+            out,
+            "compaction",
+            "",
+            "Summary of the conversation before",
+            &preview(&text.join("\n")),
+            &body,
+        );
+    } else {
+        for b in &blocks {
+            block(out, b, names);
+        }
     }
     if out.len() == before {
         out.push_str("<div class=\"note\">(no content)</div>\n");
@@ -725,6 +747,46 @@ mod tests {
             "<span class=\"tokens\">11 in · 22 out · 33 cache read · 44 cache write</span>"
         ));
         assert_eq!(html.matches("<h2 class=\"turn\"").count(), 1);
+    }
+
+    #[test]
+    fn a_compaction_summary_is_folded_and_token_counts_have_thousands_separators() {
+        let turn = Turn {
+            index: 0,
+            start_index: 0,
+            end_index: 0,
+            start_uuid: "a".into(),
+            end_uuid: "a".into(),
+            message_count: 1,
+            tool_use_count: 0,
+            usage: Usage {
+                input_tokens: 1_234_567,
+                output_tokens: 2_000,
+                cache_read_input_tokens: 0,
+                cache_creation_input_tokens: 999,
+            },
+            status: TurnStatus::Complete,
+        };
+        let long: String = (0..230).map(|i| format!("line {i}\n")).collect();
+        let html = page_with(
+            vec![
+                json!({"uuid": "a", "seq": 0, "isCompactSummary": true, "message": {"role": "user", "content": format!("This session is being continued.\n{long}")}}),
+            ],
+            &[turn],
+        );
+        let article = html.find("<article class=\"message user\"").unwrap();
+        let fold = html
+            .find("<details class=\"compaction\"><summary>Summary of the conversation before <span class=\"preview\">This session is being continued.</span></summary>")
+            .unwrap_or_else(|| panic!("{html}"));
+        assert!(article < fold && fold < html.find("line 229").unwrap());
+        assert!(html.contains("<b>Compaction summary</b>"));
+        assert!(html.contains(
+            "<span class=\"tokens\">1,234,567 in · 2,000 out · 0 cache read · 999 cache write</span>"
+        ));
+        assert!(
+            html.contains("1,234,567 in · 2,000 out"),
+            "the header's sum"
+        );
     }
 
     #[test]
