@@ -197,7 +197,7 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
             .collect();
         details(
             out,
-            "compaction",
+            "compact-summary",
             "",
             "Summary of the conversation before",
             &preview(&text.join("\n")),
@@ -776,7 +776,7 @@ mod tests {
         );
         let article = html.find("<article class=\"message user\"").unwrap();
         let fold = html
-            .find("<details class=\"compaction\"><summary>Summary of the conversation before <span class=\"preview\">This session is being continued.</span></summary>")
+            .find("<details class=\"compact-summary\"><summary>Summary of the conversation before <span class=\"preview\">This session is being continued.</span></summary>")
             .unwrap_or_else(|| panic!("{html}"));
         assert!(article < fold && fold < html.find("line 229").unwrap());
         assert!(html.contains("<b>Compaction summary</b>"));
