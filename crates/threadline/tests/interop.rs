@@ -1209,3 +1209,32 @@ fn a_deleted_session_is_not_brought_back_by_an_import_unless_asked() {
     assert_eq!((report.sessions, report.new_records), (3, 0));
     assert!(report.skipped.is_empty());
 }
+
+#[test]
+fn skipped_lines_say_what_is_wrong_in_words_for_a_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let (report, _) = run(
+        &s,
+        Format::ClaudeCode,
+        &fixtures("claude-code-log/edge_cases.jsonl"),
+    );
+    let reasons: HashMap<u64, &str> = report
+        .skipped
+        .iter()
+        .map(|k| (k.line.unwrap(), k.reason.as_str()))
+        .collect();
+    assert_eq!(
+        reasons[&13],
+        "not a record: the line is a string, not a JSON object"
+    );
+    assert_eq!(
+        reasons[&10],
+        "not imported, a record Threadline cannot store: message.content: required"
+    );
+    let (report, _) = run(&s, Format::Codex, &fixtures("codex/malformed"));
+    assert_eq!(
+        report.skipped[0].reason,
+        "not JSON (key must be a string): the line is cut or damaged"
+    );
+}

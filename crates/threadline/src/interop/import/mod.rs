@@ -451,7 +451,11 @@ fn write(
         .extend(skipped.into_iter().map(|s| SkippedLine {
             file: incoming.file.clone(),
             line: lines[s.index],
-            reason: s.reason,
+            // the store's reason names the field; the reader needs to know what it means
+            reason: format!(
+                "not imported, a record Threadline cannot store: {}",
+                s.reason
+            ),
         }));
     session.close();
     Ok(count)

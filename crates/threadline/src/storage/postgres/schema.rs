@@ -336,8 +336,8 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(
-            tables, 7,
-            "meta, sessions, records, blobs, blob_refs, tool_calls, search"
+            tables, 8,
+            "meta, sessions, records, blobs, blob_refs, tool_calls, search, deleted_sessions"
         );
         drop(c);
         connect(&url, &StoreOptions::default()).unwrap();
