@@ -898,6 +898,12 @@ export interface ImportSource {
 export interface ImportOptions {
   /** the project of every imported session (else the one the files name, e.g. Claude Code's cwd) */
   project?: string | undefined
+  /**
+   * import again sessions that were deleted from this store (`deleteSession`); without it such a
+   * session is skipped (`skipped`: "session 'ID' was deleted on DATE; ...") so that an import on
+   * a schedule does not undo a delete. Default false.
+   */
+  includeDeleted?: boolean | undefined
   /** called after each file */
   onProgress?: ((progress: ImportProgress) => void) | undefined
 }
@@ -923,7 +929,9 @@ export interface ImportReport {
   /**
    * lines not imported, with the reason (a line that is not JSON, a record of the wrong shape);
    * without `line`, a file not read: a FIFO, socket or device, a link that dangles, loops, leads
-   * out of the folder or to a folder, a file over 4 GiB, one with no JSON object line (docs/import.md)
+   * out of the folder or to a folder, a file over 4 GiB, one with no JSON object line, an empty
+   * file, a file of another format found in a folder, a session deleted from this store
+   * (docs/import.md)
    */
   skipped: Array<{ file: string; line?: number; reason: string }>
   /** records kept as events rather than messages, counted by type (unknown types too) */
@@ -931,6 +939,14 @@ export interface ImportReport {
 }
 
 export type ExportFormat = 'claude-code' | 'markdown' | 'html' | 'snapshot'
+
+export interface ExportOptions {
+  /**
+   * Markdown: write events too (progress, hooks, file snapshots, ...), one line each. Without it
+   * the transcript is the conversation and its compaction summaries. Default false.
+   */
+  events?: boolean | undefined
+}
 
 export interface VerifyReport {
   /** true when nothing damaged was found */
@@ -1574,9 +1590,9 @@ export declare class Session {
    * comes back as it was, an assistant message one content block per line), `'markdown'`,
    * `'html'` (one self-contained page: no network, tool calls and thinking folded, images inline,
    * tokens per turn) or `'snapshot'` (as `snapshot()`). See docs/export.md.
-   * @throws `INVALID_INPUT` for another format, `CLOSED`, `STORE_CORRUPT` on damage.
+   * @throws `INVALID_INPUT` for another format or option, `CLOSED`, `STORE_CORRUPT` on damage.
    */
-  export(format: ExportFormat): string
+  export(format: ExportFormat, options?: ExportOptions): string
 
   /**
    * Checks every record of this session: its checksum, that no seq is missing (the session's row

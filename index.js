@@ -939,11 +939,13 @@ const SessionSteps = {
    * @param {any} format
    * @returns {Steps}
    */
-  *export(format) {
+  *export(format, options) {
     if (typeof format !== 'string' || !EXPORT_FORMATS.includes(format)) {
       throw fail('INVALID_INPUT', `export: format: expected one of ${EXPORT_FORMATS.map((f) => `'${f}'`).join(', ')}, got ${shown(format)}`)
     }
-    return yield sessionCall(this, 'export', 'export', [format])
+    const o = object(options, 'export: options')
+    if (o && o.events !== undefined && typeof o.events !== 'boolean') throw fail('INVALID_INPUT', `export: options.events: expected a boolean, got ${describe(o.events)}`)
+    return yield sessionCall(this, 'export', 'export', [format, optJson(o, 'export: options')])
   },
 
   /**
@@ -1208,9 +1210,12 @@ class Session {
     return runSync(SessionSteps.snapshot.call(this))
   }
 
-  /** @param {any} format */
-  export(format) {
-    return runSync(SessionSteps.export.call(this, format))
+  /**
+   * @param {any} format
+   * @param {any} [options]
+   */
+  export(format, options) {
+    return runSync(SessionSteps.export.call(this, format, options))
   }
 
   // Checks every record of the session (checksums, none missing, blobs); the report lists each
@@ -1432,7 +1437,7 @@ const StoreSteps = {
   *import(source, options) {
     const { format, path } = importSource(source)
     const o = importOptions(options)
-    const importer = yield call(this[kNative], 'beginImport', [format, path, optJson({ project: o.project }, 'import: options')])
+    const importer = yield call(this[kNative], 'beginImport', [format, path, optJson({ project: o.project, includeDeleted: o.includeDeleted }, 'import: options')])
     for (;;) {
       const at = yield { wait: importer.stepAsync().catch((/** @type {unknown} */ e) => { throw recode(e) }) }
       if (at === null) break
@@ -1568,11 +1573,12 @@ function importSource(source) {
 function importOptions(options) {
   const o = object(options, 'import: options') ?? {}
   for (const k of Object.keys(o)) {
-    if (k !== 'project' && k !== 'onProgress') throw fail('INVALID_INPUT', `import: options.${k}: unknown option (expected project, onProgress)`)
+    if (k !== 'project' && k !== 'onProgress' && k !== 'includeDeleted') throw fail('INVALID_INPUT', `import: options.${k}: unknown option (expected project, includeDeleted, onProgress)`)
   }
+  if (o.includeDeleted !== undefined && typeof o.includeDeleted !== 'boolean') throw fail('INVALID_INPUT', `import: options.includeDeleted: expected a boolean, got ${describe(o.includeDeleted)}`)
   if (o.project !== undefined && typeof o.project !== 'string') throw fail('INVALID_INPUT', `import: options.project: expected a string, got ${describe(o.project)}`)
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw fail('INVALID_INPUT', `import: options.onProgress: expected a function, got ${describe(o.onProgress)}`)
-  return { project: o.project, onProgress: o.onProgress }
+  return { project: o.project, includeDeleted: o.includeDeleted, onProgress: o.onProgress }
 }
 
 /**
@@ -1880,9 +1886,12 @@ class PromiseSession {
     return queued(this, SessionSteps.snapshot.call(this))
   }
 
-  /** @param {any} format */
-  export(format) {
-    return queued(this, SessionSteps.export.call(this, format))
+  /**
+   * @param {any} format
+   * @param {any} [options]
+   */
+  export(format, options) {
+    return queued(this, SessionSteps.export.call(this, format, options))
   }
 
   verify() {

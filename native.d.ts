@@ -40,7 +40,7 @@ export declare class NativeSession {
   rewind(toUuid: string): void
   branches(): string
   compact(optionsJson: string): string
-  export(format: string): string
+  export(format: string, optionsJson?: string | undefined | null): string
   infoAsync(): Promise<string>
   appendAsync(json: string, envelopeJson?: string | undefined | null): Promise<string>
   appendManyAsync(json: string): Promise<string>
@@ -60,7 +60,7 @@ export declare class NativeSession {
   pendingRepairsAsync(): Promise<string>
   recoverAsync(optionsJson?: string | undefined | null): Promise<string>
   snapshotAsync(): Promise<string>
-  exportAsync(format: string): Promise<string>
+  exportAsync(format: string, optionsJson?: string | undefined | null): Promise<string>
   beginResponseAsync(optionsJson?: string | undefined | null): Promise<NativeResponseWriter>
   buildContextAsync(optionsJson: string): Promise<string>
   readToolOutputAsync(id: string): Promise<string>

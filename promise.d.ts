@@ -9,6 +9,7 @@ import type {
   StoreStats,
   VacuumReport,
   ExportFormat,
+  ExportOptions,
   ImportOptions,
   ImportReport,
   ImportSource,
@@ -146,7 +147,7 @@ export declare class Session {
   recover(options?: RecoverOptions): Promise<RecoveryReport>
   beginResponse(options?: ResponseOptions): Promise<ResponseWriter>
   snapshot(): Promise<string>
-  export(format: ExportFormat): Promise<string>
+  export(format: ExportFormat, options?: ExportOptions): Promise<string>
   verify(): Promise<VerifyReport>
   buildContext(options: ContextOptions & { target: 'anthropic'; system: string | TextBlock[] }): Promise<AnthropicContext & { system: string | AnthropicTextBlockParam[] }>
   buildContext(options: ContextOptions & { target: 'anthropic' }): Promise<AnthropicContext>

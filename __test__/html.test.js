@@ -144,10 +144,20 @@ for (const name of FIXTURES) {
         assert.equal(await page.$eval('details.thinking .body', (b) => b.textContent), thinking[0].thinking.trim())
       }
 
-      // a heading per turn with its tokens
+      // Claude Code's compaction summary (hundreds of lines) folded in its message
+      const summaries = withMessage.filter((r) => r.isCompactSummary === true)
+      assert.ok(name !== 'compacted-session.jsonl' || summaries.length > 0)
+      assert.deepEqual(
+        await page.$$eval('.message details.compact-summary', (els) => els.map((e) => e.closest('.message').dataset.uuid)),
+        summaries.map((r) => r.uuid),
+      )
+      assert.equal(await clickOpenEach(page, 'details.compact-summary'), summaries.length)
+
+      // a heading per turn with its tokens, with thousands separators
+      const n = (/** @type {number} */ x) => x.toLocaleString('en-US')
       assert.deepEqual(
         await page.$$eval('h2.turn .tokens', (els) => els.map((e) => e.textContent)),
-        s.turns.map((t) => `${t.usage.input_tokens} in · ${t.usage.output_tokens} out · ${t.usage.cache_read_input_tokens} cache read · ${t.usage.cache_creation_input_tokens} cache write`),
+        s.turns.map((t) => `${n(t.usage.input_tokens)} in · ${n(t.usage.output_tokens)} out · ${n(t.usage.cache_read_input_tokens)} cache read · ${n(t.usage.cache_creation_input_tokens)} cache write`),
       )
 
       await page.click('#open-all')

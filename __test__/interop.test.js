@@ -105,7 +105,20 @@ test('threadline/promise imports and exports the same', async (t) => {
   const sb = await b.openSession('tool_heavy')
   assert.deepEqual(await sb.info(), sa.info, 'the same times, taken from the file')
   for (const f of ['claude-code', 'markdown', 'html']) assert.equal(await sb.export(f), sa.export(f), f)
+  const withEvents = sa.export('markdown', { events: true })
+  assert.equal(await sb.export('markdown', { events: true }), withEvents)
+  assert.match(withEvents, /\n_progress \(hook\\_progress\)_\n/)
+  assert.doesNotMatch(sa.export('markdown'), /_progress/)
   assert.deepEqual(await sb.messages(), sa.messages)
+  // a deleted session stays deleted on the next import, unless includeDeleted
+  await sb.close()
+  await b.deleteSession('tool_heavy')
+  const again = await b.import({ format: 'claude-code', path: file })
+  assert.deepEqual([again.sessions, again.skipped.length], [0, 1])
+  assert.match(again.skipped[0].reason, /^session 'tool_heavy' was deleted on /)
+  const back = await b.import({ format: 'claude-code', path: file }, { includeDeleted: true })
+  assert.deepEqual([back.newSessions, back.newRecords], [1, ra.records])
+  assert.equal((await b.openSession('tool_heavy')).id, 'tool_heavy')
   await assert.rejects(sb.export('pdf'), (e) => e.code === 'INVALID_INPUT')
 })
 
@@ -210,6 +223,9 @@ test('bad sources and options are INVALID_INPUT naming the field, a missing path
     [{ format: 'claude-code', path: CLAUDE, extra: 1 }, undefined, 'INVALID_INPUT', /source\.extra: unknown field/],
     [{ format: 'claude-code', path: CLAUDE }, { onProgress: 3 }, 'INVALID_INPUT', /options\.onProgress: expected a function/],
     [{ format: 'claude-code', path: CLAUDE }, { projct: 'x' }, 'INVALID_INPUT', /options\.projct: unknown option/],
+    [{ format: 'claude-code', path: CLAUDE }, { includeDeleted: 'yes' }, 'INVALID_INPUT', /options\.includeDeleted: expected a boolean/],
+    [{ format: 'codex', path: CLAUDE }, undefined, 'INVALID_INPUT', /no Codex session files were found in/],
+    [{ format: 'claude-code', path: path.join(ROOT, 'fixtures', 'pi', 'branched.jsonl') }, undefined, 'INVALID_INPUT', /not a Claude Code session file: line 1 has no sessionId .*import it as 'pi'/],
     [{ format: 'claude-code', path: path.join(dir, 'nope') }, undefined, 'NOT_FOUND', /no such file or folder/],
   ]
   for (const [source, options, code, message] of cases) {
@@ -218,6 +234,8 @@ test('bad sources and options are INVALID_INPUT naming the field, a missing path
   assert.deepEqual(store.listSessions(), [])
   const s = store.createSession()
   assert.throws(() => s.export('pdf'), (e) => e.code === 'INVALID_INPUT' && /export: format: expected one of .* got 'pdf'/.test(e.message))
+  assert.throws(() => s.export('markdown', { events: 1 }), (e) => e.code === 'INVALID_INPUT' && /export: options\.events: expected a boolean/.test(e.message))
+  assert.throws(() => s.export('markdown', { event: true }), (e) => e.code === 'INVALID_INPUT' && /event/.test(e.message))
   s.close()
   store.close()
   assert.throws(() => store.openSession('x'), (e) => e.code === 'CLOSED')

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
-use threadline::interop::{ExportFormat, Format, ImportOptions, Importer};
+use threadline::interop::{ExportFormat, ExportOptions, Format, ImportOptions, Importer};
 use threadline::Store;
 
 use crate::error::{parse_opt, to_json, OrThrow, Result};
@@ -80,10 +80,11 @@ impl NativeImporter {
 #[napi]
 impl NativeSession {
     #[napi(catch_unwind)]
-    pub fn export(&self, format: String) -> Result<String> {
+    pub fn export(&self, format: String, options_json: Option<String>) -> Result<String> {
         crate::error::guard("export", || {
             let format = ExportFormat::parse(&format).or_throw()?;
-            threadline::interop::export(&self.inner, format).or_throw()
+            let options: ExportOptions = parse_opt(options_json, "export: options")?;
+            threadline::interop::export_with(&self.inner, format, &options).or_throw()
         })
     }
 }

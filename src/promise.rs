@@ -26,7 +26,7 @@ async_twins!(NativeSession {
     pending_repairs_async => pending_repairs() -> String, "Promise<string>";
     recover_async => recover(options_json: Option<String>) -> String, "Promise<string>";
     snapshot_async => snapshot() -> String, "Promise<string>";
-    export_async => export(format: String) -> String, "Promise<string>";
+    export_async => export(format: String, options_json: Option<String>) -> String, "Promise<string>";
     begin_response_async => begin_response(options_json: Option<String>) -> NativeResponseWriter, "Promise<NativeResponseWriter>";
     build_context_async => build_context(options_json: String) -> String, "Promise<string>";
     read_tool_output_async => read_tool_output(id: String) -> String, "Promise<string>";

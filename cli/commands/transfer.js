@@ -25,11 +25,26 @@ function progressBar(stream) {
   }
 }
 
+/** A path that does not exist: NOT_FOUND before the store is opened (an import creates it). */
+function mustExist(from) {
+  try {
+    fs.statSync(from)
+  } catch (e) {
+    if (e.code !== 'ENOENT' && e.code !== 'ENOTDIR') throw e
+    const err = new Error(`no file or folder '${from}' to import`)
+    // @ts-ignore
+    err.code = 'NOT_FOUND'
+    throw err
+  }
+}
+
 async function importFiles(format, from, opts) {
+  mustExist(from)
   return withStore(opts, async (store) => {
     const bar = process.stderr.isTTY && !opts.json ? progressBar(process.stderr) : null
     const options = {}
     if (opts.project) options.project = opts.project
+    if (opts.includeDeleted) options.includeDeleted = true
     if (bar) options.onProgress = (p) => bar.update(p)
     let report
     try {
@@ -43,7 +58,9 @@ async function importFiles(format, from, opts) {
     }
     const c = colours(process.stdout)
     const out = [
-      `${c.bold(String(report.newSessions))} new of ${report.sessions} sessions, ${c.bold(String(report.newRecords))} new of ${report.records} records`,
+      report.sessions === 0
+        ? c.yellow('Nothing imported: no session in what was read')
+        : `${c.bold(String(report.newSessions))} new of ${report.sessions} sessions, ${c.bold(String(report.newRecords))} new of ${report.records} records`,
     ]
     const events = Object.entries(report.events)
     if (events.length > 0) out.push(c.dim(`kept as events: ${events.map(([k, n]) => `${field(k)} ${n}`).join(', ')}`))
@@ -63,7 +80,7 @@ async function exportSession(id, opts) {
   return withStore(opts, (store) => {
     const s = store.openSession(resolveId(store, id))
     try {
-      const doc = s.export(opts.format)
+      const doc = s.export(opts.format, opts.events ? { events: true } : undefined)
       if (opts.output) {
         fs.writeFileSync(opts.output, doc)
         print(`wrote ${field(opts.output)} (${doc.length} characters)\n`, { stream: process.stderr })

@@ -248,18 +248,26 @@ fn a_binary_file_creates_no_session_and_is_reported() {
     assert_eq!(ids, ["good"]);
     let reason = reason_for(&report, &src.join("blob.jsonl"));
     assert!(
-        reason.contains("not a claude-code session file: no line is a JSON object"),
+        reason.contains("not a Claude Code session file: no line is a JSON object"),
         "{reason}"
     );
     // one entry for the file, not one per line of it
     assert_eq!(report.skipped.len(), 2, "{:?}", report.skipped);
-    // the same for a Codex rollout, given as the path
+    // a Codex rollout of text given as the path: refused by name, no session made
     let other = tempfile::tempdir().unwrap();
     let file = src.join("rollout-1-text.jsonl");
-    let (report, ids) = import_in_time(other.path(), Format::Codex, &file).unwrap();
-    assert!(ids.is_empty(), "{ids:?}");
-    let reason = reason_for(&report, &file);
-    assert!(reason.contains("not a codex session file"), "{reason}");
+    let (code, message) = import_in_time(other.path(), Format::Codex, &file).unwrap_err();
+    assert_eq!(code, "INVALID_INPUT");
+    assert!(message.contains("not a Codex session file"), "{message}");
+    let store = Store::open(
+        Some(&common::location(other.path(), "s.db")),
+        StoreOptions::default(),
+    )
+    .unwrap();
+    assert!(store
+        .list_sessions(&SessionFilter::default())
+        .unwrap()
+        .is_empty());
 }
 
 #[test]

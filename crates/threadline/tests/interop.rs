@@ -363,6 +363,35 @@ fn subagent_files_become_sessions_linked_to_their_parent_and_the_call_that_spawn
 }
 
 #[test]
+fn a_subagent_exported_as_claude_code_imports_alone_as_one_session_with_the_same_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = store(dir.path(), "a.db");
+    run(&a, Format::ClaudeCode, &project_folder(dir.path()));
+    let sid = "4d5611e5-241a-462a-8d15-5122611a9569";
+    let agent = a
+        .open_session(&format!("{sid}/agent-a2898e3"), None)
+        .unwrap();
+    let file = dir.path().join("agent-a2898e3.jsonl");
+    std::fs::write(&file, export(&agent, ExportFormat::ClaudeCode).unwrap()).unwrap();
+    let b = store(dir.path(), "b.db");
+    let (report, _) = run(&b, Format::ClaudeCode, &file);
+    assert_eq!((report.sessions, report.new_sessions), (1, 1));
+    let ids: Vec<String> = b
+        .list_sessions(&SessionFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(ids, ["agent-a2898e3"], "one session, no sidechain-<n>");
+    let back = b.open_session("agent-a2898e3", None).unwrap();
+    assert_eq!(
+        back.envelopes(0, None).unwrap(),
+        agent.envelopes(0, None).unwrap()
+    );
+    assert_eq!(back.messages().unwrap(), agent.messages().unwrap());
+}
+
+#[test]
 fn inline_sidechains_become_sessions_of_their_own() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path(), "a.db");
@@ -953,5 +982,259 @@ fn an_fspec_manifest_naming_a_missing_message_reports_it_and_imports_the_rest() 
     assert_eq!(
         session.all_messages().unwrap().len(),
         m["messages"].as_array().unwrap().len() - 1
+    );
+}
+
+fn try_import(
+    store: &Store,
+    format: Format,
+    path: &Path,
+    options: &ImportOptions,
+) -> threadline::Result<threadline::interop::ImportReport> {
+    import(store, format, path, options, &mut |_| {})
+}
+
+fn ids(store: &Store) -> Vec<String> {
+    let mut ids: Vec<String> = store
+        .list_sessions(&SessionFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn a_file_of_another_format_is_refused_by_name_and_creates_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let random = dir.path().join("random.jsonl");
+    std::fs::write(&random, "{\"a\":1}\n{\"b\":[2]}\n").unwrap();
+    let rollout = fixtures(
+        "codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+    );
+    let claude = fixtures("claude-code/short.jsonl");
+    let cases = [
+        (
+            Format::ClaudeCode,
+            rollout.clone(),
+            "not a Claude Code session file: line 1 has no sessionId and no type of a Claude Code record (it has type 'session_meta'); it looks like a Codex file: import it as 'codex'",
+        ),
+        (
+            Format::ClaudeCode,
+            fixtures("pi/branched.jsonl"),
+            "not a Claude Code session file: line 1 has no sessionId",
+        ),
+        (
+            Format::ClaudeCode,
+            random.clone(),
+            "not a Claude Code session file: line 1 has no sessionId and no type of a Claude Code record (it has keys 'a')",
+        ),
+        (Format::Codex, claude.clone(), "not a Codex session file: line 1"),
+        (Format::Codex, random.clone(), "not a Codex session file"),
+        (Format::Pi, claude.clone(), "it looks like a Claude Code file: import it as 'claude-code'"),
+        (Format::Pi, rollout.clone(), "not a pi session file"),
+    ];
+    for (format, path, said) in cases {
+        let e = try_import(&s, format, &path, &ImportOptions::default()).unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT", "{format:?} {path:?}");
+        assert!(e.message().contains(said), "{format:?}: {}", e.message());
+        assert!(
+            e.message().contains(&*path.to_string_lossy()),
+            "names the file: {}",
+            e.message()
+        );
+    }
+    // a folder of another agent's files: Codex finds none of its own in Claude Code's folder,
+    // and every file Claude Code's reader finds in Codex's folder is a rollout
+    let e = try_import(
+        &s,
+        Format::Codex,
+        &fixtures("claude-code"),
+        &ImportOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+    assert!(
+        e.message().contains("no Codex session files were found in")
+            && e.message().contains("rollout-*.jsonl"),
+        "{}",
+        e.message()
+    );
+    let e = try_import(
+        &s,
+        Format::ClaudeCode,
+        &fixtures("codex"),
+        &ImportOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+    assert!(
+        e.message().contains("none of the 6 files found in")
+            && e.message().contains("is a Claude Code session file")
+            && e.message().contains("import it as 'codex'"),
+        "{}",
+        e.message()
+    );
+    assert!(ids(&s).is_empty(), "{:?}", ids(&s));
+}
+
+#[test]
+fn an_empty_transcript_is_skipped_with_its_reason_and_makes_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let src = dir.path().join("project");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::copy(fixtures("claude-code/short.jsonl"), src.join("short.jsonl")).unwrap();
+    std::fs::write(src.join("zzz-empty.jsonl"), "").unwrap();
+    std::fs::write(src.join("blank.jsonl"), "\n\n").unwrap();
+    let report = try_import(&s, Format::ClaudeCode, &src, &ImportOptions::default()).unwrap();
+    assert_eq!(ids(&s), ["short"]);
+    assert_eq!(report.sessions, 1);
+    let reasons: Vec<(String, Option<u64>, String)> = report
+        .skipped
+        .iter()
+        .map(|k| {
+            (
+                k.file.rsplit('/').next().unwrap().to_string(),
+                k.line,
+                k.reason.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (
+                "blank.jsonl".to_string(),
+                None,
+                "no records in this file (only blank lines): no session to import".to_string()
+            ),
+            (
+                "zzz-empty.jsonl".to_string(),
+                None,
+                "empty file (0 bytes): no session to import".to_string()
+            )
+        ]
+    );
+    // given as the path: the same, and still no session
+    let report = try_import(
+        &s,
+        Format::ClaudeCode,
+        &src.join("zzz-empty.jsonl"),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!((report.sessions, report.skipped.len()), (0, 1));
+    assert_eq!(ids(&s), ["short"]);
+}
+
+#[test]
+fn imported_sessions_are_completed_unless_their_last_tool_calls_went_unanswered() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    run(&s, Format::ClaudeCode, &project_folder(dir.path()));
+    run(&s, Format::Pi, &fixtures("pi"));
+    run(&s, Format::Codex, &fixtures("codex/sessions/2026/01/02"));
+    for info in s.list_sessions(&SessionFilter::default()).unwrap() {
+        assert_eq!(info.status, threadline::Status::Completed, "{}", info.id);
+    }
+    // stopped while a tool ran: the last response's call has no result
+    let file = dir.path().join("stopped.jsonl");
+    let line = |uuid: &str, parent: &str, message: Value| {
+        json!({"type": message["role"], "uuid": uuid, "parentUuid": parent, "sessionId": "stopped",
+               "timestamp": "2026-01-01T00:00:00.000Z", "message": message})
+        .to_string()
+    };
+    let text = [
+        line("u1", "", json!({"role": "user", "content": "list src"})),
+        line("a1", "u1", json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]})),
+        line("u2", "a1", json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.rs"}]})),
+        line("a2", "u2", json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}]})),
+    ]
+    .join("\n");
+    std::fs::write(&file, text).unwrap();
+    run(&s, Format::ClaudeCode, &file);
+    let info = s.open_session("stopped", None).unwrap().info().unwrap();
+    assert_eq!(info.status, threadline::Status::Interrupted);
+}
+
+#[test]
+fn a_deleted_session_is_not_brought_back_by_an_import_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let src = fixtures("claude-code");
+    run(&s, Format::ClaudeCode, &src);
+    let before = s.open_session("short", None).unwrap().messages().unwrap();
+    s.delete_session("short").unwrap();
+    let (report, _) = run(&s, Format::ClaudeCode, &src);
+    assert_eq!(
+        (report.sessions, report.new_sessions, report.new_records),
+        (2, 0, 0)
+    );
+    assert!(!ids(&s).contains(&"short".to_string()));
+    let skipped: Vec<&str> = report
+        .skipped
+        .iter()
+        .filter(|k| k.file.ends_with("short.jsonl"))
+        .map(|k| k.reason.as_str())
+        .collect();
+    assert_eq!(skipped.len(), 1, "{:?}", report.skipped);
+    // `... deleted on 2026-11-27 15:40 UTC; ...`
+    let date = skipped[0]
+        .strip_prefix("session 'short' was deleted on ")
+        .unwrap_or_else(|| panic!("{}", skipped[0]));
+    assert!(
+        date.as_bytes()[4] == b'-'
+            && date.as_bytes()[10] == b' '
+            && date.as_bytes()[13] == b':'
+            && skipped[0].ends_with("UTC; --include-deleted (includeDeleted: true) brings it back"),
+        "{}",
+        skipped[0]
+    );
+    let again = ImportOptions {
+        include_deleted: true,
+        ..ImportOptions::default()
+    };
+    let report = try_import(&s, Format::ClaudeCode, &src, &again).unwrap();
+    assert_eq!(report.new_sessions, 1);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(
+        s.open_session("short", None).unwrap().messages().unwrap(),
+        before
+    );
+    // back and alive: later imports see it as any other
+    let (report, _) = run(&s, Format::ClaudeCode, &src);
+    assert_eq!((report.sessions, report.new_records), (3, 0));
+    assert!(report.skipped.is_empty());
+}
+
+#[test]
+fn skipped_lines_say_what_is_wrong_in_words_for_a_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let (report, _) = run(
+        &s,
+        Format::ClaudeCode,
+        &fixtures("claude-code-log/edge_cases.jsonl"),
+    );
+    let reasons: HashMap<u64, &str> = report
+        .skipped
+        .iter()
+        .map(|k| (k.line.unwrap(), k.reason.as_str()))
+        .collect();
+    assert_eq!(
+        reasons[&13],
+        "not a record: the line is a string, not a JSON object"
+    );
+    assert_eq!(
+        reasons[&10],
+        "not imported, a record Threadline cannot store: message.content: required"
+    );
+    let (report, _) = run(&s, Format::Codex, &fixtures("codex/malformed"));
+    assert_eq!(
+        report.skipped[0].reason,
+        "not JSON (key must be a string): the line is cut or damaged"
     );
 }

@@ -4,5 +4,5 @@
 pub mod export;
 pub(crate) mod import;
 
-pub use export::{export, ExportFormat};
+pub use export::{export, export_with, ExportFormat, ExportOptions};
 pub use import::{import, Format, ImportOptions, ImportReport, Importer, Progress, SkippedLine};

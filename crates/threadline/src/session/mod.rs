@@ -425,6 +425,10 @@ impl Session {
         let next = w.tail;
         let new = next.next_seq - tail.next_seq;
         if let Mode::Import(origin) = &mode {
+            // before the dates: a status change is a write, dated now
+            if let Some(status) = origin.status {
+                crate::storage::sessions::set_status(&tx, self.num, status, Now::new().ms)?;
+            }
             if let Some((created, updated)) = origin.dated {
                 crate::storage::sessions::set_created(&tx, self.num, created)?;
                 crate::storage::sessions::backdate(&tx, self.num, updated)?;
@@ -452,6 +456,8 @@ enum Mode {
 /// What an import knows of a new session besides its records.
 #[derive(Debug, Default)]
 pub struct Origin {
+    /// how it ended, from its source's records (a new session is `active` until told)
+    pub status: Option<crate::model::options::Status>,
     /// when it began and was last written (ms), from its source's records
     pub dated: Option<(i64, i64)>,
     /// `{sessionId, uuid}` when the source says it was forked

@@ -108,14 +108,13 @@ pub(crate) fn nums(conn: &Db, project: Option<&str>, status: Option<Status>) -> 
 /// references, row, journal and search rows, then the blobs no record refers to any more.
 pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
     let (lo, hi) = schema::range(num);
-    // SQLite: the number is kept, so no later session gets it (`new_num!`); PostgreSQL's
-    // numbers come from a sequence, never given twice.
-    if conn.is_sqlite() {
-        conn.execute(
-            "INSERT INTO deleted_sessions(num, id, deleted_ms) SELECT num, id, ?2 FROM sessions WHERE num = ?1",
-            &args![num, crate::model::clock::now_ms()],
-        )?;
-    }
+    // The tombstone: on SQLite the number is kept, so no later session gets it (`new_num!`;
+    // PostgreSQL's numbers come from a sequence, never given twice); on both, an import finds
+    // the id deleted and does not bring the session back (`deleted_ms`).
+    conn.execute(
+        "INSERT INTO deleted_sessions(num, id, deleted_ms) SELECT num, id, ?2 FROM sessions WHERE num = ?1",
+        &args![num, crate::model::clock::now_ms()],
+    )?;
     // The row first: on PostgreSQL this waits for a write of another process to the session
     // (which updates the row last, `write_order::touch_records`) to end, and such a write that
     // comes after finds no row and is undone; the records deleted next are then all there are.
@@ -131,6 +130,16 @@ pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
     journal::delete_session(conn, num)?;
     search_index::delete_session(conn, num)?;
     blob::collect_garbage(conn)
+}
+
+/// When session `id` was last deleted (ms), if it was.
+pub(crate) fn deleted_ms(conn: &Db, id: &str) -> Result<Option<i64>> {
+    let ms: Option<Option<i64>> = conn.query_row(
+        "SELECT max(deleted_ms) FROM deleted_sessions WHERE id = ?1",
+        &args![id],
+        |r| r.get(0),
+    )?;
+    Ok(ms.flatten())
 }
 
 /// A session's row as stored (and as a snapshot carries it).

@@ -211,6 +211,15 @@ impl Store {
         Ok(())
     }
 
+    /// When session `id` was deleted (ms), if it was and no session of that id lives now.
+    pub(crate) fn deleted_at(&self, id: &str) -> Result<Option<i64>> {
+        let conn = self.reader()?;
+        if sessions::num_of(&conn, id)?.is_some() {
+            return Ok(None);
+        }
+        sessions::deleted_ms(&conn, id)
+    }
+
     /// The connection, for a read that is to see every append any process acknowledged before
     /// it (`replay::see_writers`).
     pub(crate) fn reader(&self) -> Result<std::sync::MutexGuard<'_, Db>> {

@@ -17,7 +17,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::markdown::{media, models, result_text, tool_names};
-use super::{turn_starts, Transcript};
+use super::{is_compact_summary, thousands, turn_starts, Transcript};
 
 const STYLE: &str = include_str!("html.css");
 const SCRIPT: &str = "(()=>{const t=document.getElementById('tools');t.hidden=false;\
@@ -89,10 +89,10 @@ pub fn render(t: &Transcript) -> String {
             "Tokens",
             &format!(
                 "{} in · {} out · {} cache read · {} cache write",
-                sum(|u| u.input_tokens),
-                sum(|u| u.output_tokens),
-                sum(|u| u.cache_read_input_tokens),
-                sum(|u| u.cache_creation_input_tokens)
+                thousands(sum(|u| u.input_tokens)),
+                thousands(sum(|u| u.output_tokens)),
+                thousands(sum(|u| u.cache_read_input_tokens)),
+                thousands(sum(|u| u.cache_creation_input_tokens))
             ),
         );
     }
@@ -135,12 +135,12 @@ pub fn render(t: &Transcript) -> String {
     out
 }
 
-/// `1 turn`, `2 turns`.
+/// `1 turn`, `2 turns`, `1,024 messages`.
 fn count(n: u64, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
     } else {
-        format!("{n} {what}s")
+        format!("{} {what}s", thousands(n))
     }
 }
 
@@ -158,7 +158,9 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
         && blocks
             .iter()
             .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
+    let summary = is_compact_summary(r);
     let who = match role {
+        _ if summary => "Compaction summary".to_string(),
         "assistant" => "Assistant".to_string(),
         "user" if only_results => "Tool result".to_string(),
         "user" => "User".to_string(),
@@ -183,10 +185,24 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
     }
     out.push_str("</div>\n");
     let before = out.len();
-    if r.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
-        // Claude Code's summary that continues a compacted conversation (a couple of hundred
-        // lines) is folded as a compaction's summary is
-        compact_summary(out, &blocks);
+    if summary {
+        // Claude Code's summary of the conversation before (hundreds of lines), folded
+        let mut body = String::new();
+        for b in &blocks {
+            block(&mut body, b, names);
+        }
+        let text: Vec<&str> = blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        details(
+            out,
+            "compact-summary",
+            "",
+            "Summary of the conversation before",
+            &preview(&text.join("\n")),
+            &body,
+        );
     } else {
         for b in &blocks {
             block(out, b, names);
@@ -197,23 +213,6 @@ fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) 
     }
     out.push_str("</article>\n");
 }
-
-fn compact_summary(out: &mut String, blocks: &[Value]) {
-    let text = blocks
-        .iter()
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n");
-    details(
-        out,
-        "compact-summary",
-        "",
-        "Compaction summary",
-        &preview(&text),
-        &format!("<div class=\"text\">{}</div>", esc(text.trim())),
-    );
-}
-
 fn block(out: &mut String, b: &Value, names: &HashMap<&str, &str>) {
     let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("");
     match s("type") {
@@ -645,27 +644,6 @@ mod tests {
     }
 
     #[test]
-    fn claude_codes_compaction_summary_is_folded_in_its_message() {
-        let summary = format!(
-            "This session is being continued.\n{}",
-            "line <x>\n".repeat(200)
-        );
-        let html = page(vec![
-            json!({"uuid": "a", "seq": 0, "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}),
-            json!({"uuid": "s", "seq": 1, "isCompactSummary": true, "message": {"role": "user", "content": [{"type": "text", "text": summary}]}}),
-        ]);
-        assert_eq!(html.matches("<article class=\"message").count(), 2);
-        let at = html.find("data-uuid=\"s\"").unwrap();
-        let folded = &html[at..];
-        assert!(folded.contains(
-            "<details class=\"compact-summary\"><summary>Compaction summary <span class=\"preview\">This session is being continued.</span></summary><div class=\"body\"><div class=\"text\">This session is being continued.\nline &lt;x&gt;"
-        ));
-        assert_eq!(html.matches("line &lt;x&gt;").count(), 200);
-        // a message without the mark is not folded
-        assert!(html.contains("<div class=\"text\">hi</div>"));
-    }
-
-    #[test]
     fn one_element_per_message_with_role_uuid_and_seq() {
         let html = page(hostile());
         assert_eq!(html.matches("<article class=\"message").count(), 3);
@@ -768,6 +746,46 @@ mod tests {
             "<span class=\"tokens\">11 in · 22 out · 33 cache read · 44 cache write</span>"
         ));
         assert_eq!(html.matches("<h2 class=\"turn\"").count(), 1);
+    }
+
+    #[test]
+    fn a_compaction_summary_is_folded_and_token_counts_have_thousands_separators() {
+        let turn = Turn {
+            index: 0,
+            start_index: 0,
+            end_index: 0,
+            start_uuid: "a".into(),
+            end_uuid: "a".into(),
+            message_count: 1,
+            tool_use_count: 0,
+            usage: Usage {
+                input_tokens: 1_234_567,
+                output_tokens: 2_000,
+                cache_read_input_tokens: 0,
+                cache_creation_input_tokens: 999,
+            },
+            status: TurnStatus::Complete,
+        };
+        let long: String = (0..230).map(|i| format!("line {i}\n")).collect();
+        let html = page_with(
+            vec![
+                json!({"uuid": "a", "seq": 0, "isCompactSummary": true, "message": {"role": "user", "content": format!("This session is being continued.\n{long}")}}),
+            ],
+            &[turn],
+        );
+        let article = html.find("<article class=\"message user\"").unwrap();
+        let fold = html
+            .find("<details class=\"compact-summary\"><summary>Summary of the conversation before <span class=\"preview\">This session is being continued.</span></summary>")
+            .unwrap_or_else(|| panic!("{html}"));
+        assert!(article < fold && fold < html.find("line 229").unwrap());
+        assert!(html.contains("<b>Compaction summary</b>"));
+        assert!(html.contains(
+            "<span class=\"tokens\">1,234,567 in · 2,000 out · 0 cache read · 999 cache write</span>"
+        ));
+        assert!(
+            html.contains("1,234,567 in · 2,000 out"),
+            "the header's sum"
+        );
     }
 
     #[test]

@@ -13,12 +13,17 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{turn_starts, Transcript};
+use super::{is_compact_summary, thousands, turn_starts, ExportOptions, Transcript};
 
-pub fn render(t: &Transcript) -> String {
+/// The message under the last heading written: its role and id (Claude Code writes a response
+/// one content block per line, each line a record of the same message id).
+type Under = Option<(String, String)>;
+
+pub fn render(t: &Transcript, options: &ExportOptions) -> String {
     let mut out = header(t);
     let starts = turn_starts(t.turns);
     let names = tool_names(t.records);
+    let mut under: Under = None;
     for r in t.records {
         let uuid = r.get("uuid").and_then(Value::as_str).unwrap_or("");
         if let Some(turn) = starts.get(uuid) {
@@ -27,10 +32,17 @@ pub fn render(t: &Transcript) -> String {
                 turn.index + 1,
                 super::turn_tokens(turn)
             ));
+            under = None;
         }
         match r.get("message") {
-            Some(m) => message(&mut out, r, m, &names),
-            None => event(&mut out, r),
+            Some(m) => message(&mut out, r, m, &names, &mut under),
+            // Events (hook progress above all) are most of a Claude Code file and say little
+            // to a reader: left out unless asked for. A compaction is part of the story.
+            None if options.events || super::event_label(r).summary.is_some() => {
+                event(&mut out, r);
+                under = None;
+            }
+            None => {}
         }
     }
     out
@@ -65,44 +77,51 @@ fn header(t: &Transcript) -> String {
         "- Created: {} · updated: {} · {} messages\n",
         inline(&i.created_at),
         inline(&i.updated_at),
-        i.message_count
+        thousands(i.message_count)
     ));
     out
 }
 
-fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>) {
+/// A message under its heading; the next record of the same message (same role and id) under
+/// the same heading, and a message with nothing to show (an empty text) not at all.
+fn message(out: &mut String, r: &Value, m: &Value, names: &HashMap<&str, &str>, under: &mut Under) {
     let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-    let who = if role == "assistant" {
-        "Assistant"
-    } else {
-        "User"
-    };
-    let ts = r.get("timestamp").and_then(Value::as_str).unwrap_or("");
-    out.push_str(&format!("\n### {who} · {}\n", inline(ts)));
-    if r.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
-        // Claude Code's summary that continues a compacted conversation (a couple of hundred
-        // lines) is folded as a compaction's summary is
-        let text = match m.get("content") {
-            Some(Value::String(text)) => text.clone(),
-            Some(Value::Array(blocks)) => blocks
+    let summary = is_compact_summary(r);
+    let mut body = String::new();
+    match m.get("content") {
+        Some(Value::String(text)) if text.trim().is_empty() => {}
+        Some(Value::String(text)) if summary => details(&mut body, "Summary", text),
+        Some(Value::String(text)) => body.push_str(&format!("\n{text}\n")),
+        Some(Value::Array(blocks)) if summary => {
+            let text: Vec<&str> = blocks
                 .iter()
                 .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => String::new(),
-        };
-        details(out, "Compaction summary", &text);
-        return;
-    }
-    match m.get("content") {
-        Some(Value::String(text)) => out.push_str(&format!("\n{text}\n")),
+                .collect();
+            details(&mut body, "Summary", &text.join("\n"));
+        }
         Some(Value::Array(blocks)) => {
             for b in blocks {
-                block(out, b, names);
+                block(&mut body, b, names);
             }
         }
         _ => {}
     }
+    if body.is_empty() {
+        return;
+    }
+    let id = m.get("id").and_then(Value::as_str).unwrap_or("");
+    let this = (!id.is_empty()).then(|| (role.to_string(), id.to_string()));
+    if this.is_none() || *under != this {
+        let who = match role {
+            _ if summary => "Compaction summary",
+            "assistant" => "Assistant",
+            _ => "User",
+        };
+        let ts = r.get("timestamp").and_then(Value::as_str).unwrap_or("");
+        out.push_str(&format!("\n### {who} · {}\n", inline(ts)));
+    }
+    out.push_str(&body);
+    *under = this;
 }
 
 fn block(out: &mut String, b: &Value, names: &HashMap<&str, &str>) {
@@ -318,12 +337,78 @@ mod tests {
         doc_of(&info(), records, turns)
     }
 
+    /// The transcript with its events (what most tests look at), as `export --events` writes it.
     fn doc_of(info: &SessionInfo, records: Vec<Value>, turns: &[Turn]) -> String {
-        render(&Transcript {
-            info,
-            records: &records,
-            turns,
-        })
+        doc_with(info, records, turns, true)
+    }
+
+    fn doc_with(info: &SessionInfo, records: Vec<Value>, turns: &[Turn], events: bool) -> String {
+        render(
+            &Transcript {
+                info,
+                records: &records,
+                turns,
+            },
+            &ExportOptions { events },
+        )
+    }
+
+    fn headings(md: &str) -> Vec<&str> {
+        md.lines().filter(|l| l.starts_with("### ")).collect()
+    }
+
+    #[test]
+    fn one_heading_per_message_none_empty_and_events_only_when_asked() {
+        let records = vec![
+            json!({"uuid": "a", "seq": 0, "timestamp": "T1", "message": {"role": "user", "content": "hi"}}),
+            json!({"uuid": "p1", "seq": 1, "type": "progress", "data": {"type": "hook_progress"}}),
+            // Claude Code's lines of one response: one block each, the same message id
+            json!({"uuid": "b1", "seq": 2, "timestamp": "T2", "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}]}}),
+            json!({"uuid": "p2", "seq": 3, "type": "progress", "data": {"type": "hook_progress"}}),
+            json!({"uuid": "b2", "seq": 4, "timestamp": "T3", "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "text", "text": "Done."}]}}),
+            json!({"uuid": "b3", "seq": 5, "timestamp": "T4", "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "text", "text": "  "}]}}),
+            json!({"uuid": "c", "seq": 6, "timestamp": "T5", "message": {"id": "msg_2", "role": "assistant", "content": [{"type": "text", "text": ""}]}}),
+            json!({"uuid": "d", "seq": 7, "timestamp": "T6", "message": {"role": "user", "content": "thanks"}}),
+            json!({"uuid": "e", "seq": 8, "timestamp": "T7", "message": {"role": "user", "content": "again"}}),
+        ];
+        let md = doc_with(&info(), records.clone(), &[], false);
+        assert_eq!(
+            headings(&md),
+            [
+                "### User · T1",
+                "### Assistant · T2",
+                "### User · T6",
+                "### User · T7"
+            ],
+            "{md}"
+        );
+        assert!(!md.contains("progress"), "{md}");
+        let (thinking, done) = (md.find("hm").unwrap(), md.find("Done.").unwrap());
+        assert!(md.find("### Assistant").unwrap() < thinking && thinking < done);
+        let with = doc_with(&info(), records, &[], true);
+        assert_eq!(with.matches("\n_progress (hook\\_progress)_\n").count(), 2);
+        // an event written between two lines of a message: the rest under a heading again
+        assert_eq!(headings(&with).len(), 5, "{with}");
+    }
+
+    #[test]
+    fn a_compaction_summary_is_folded_and_counts_have_thousands_separators() {
+        let mut i = info();
+        i.message_count = 12345;
+        let mut t = turn();
+        t.usage.input_tokens = 1_234_567;
+        let md = doc_with(
+            &i,
+            vec![
+                json!({"uuid": "a", "seq": 0, "timestamp": "T1", "isCompactSummary": true, "message": {"role": "user", "content": "This session is being continued.\n## Summary\n- a lot"}}),
+            ],
+            &[t],
+            false,
+        );
+        assert_eq!(headings(&md), ["### Compaction summary · T1"], "{md}");
+        assert!(md.contains("<details><summary>Summary</summary>\n\n```\nThis session is being continued.\n## Summary\n- a lot\n```\n\n</details>"), "{md}");
+        assert!(md.contains("· 12,345 messages\n"), "{md}");
+        assert!(md.contains("## Turn 1 · 1,234,567 in · 2 out"), "{md}");
     }
 
     fn info() -> SessionInfo {
@@ -569,25 +654,6 @@ mod tests {
                 "{p:?} whole in the fences of its thinking and summary:\n{md}"
             );
         }
-    }
-
-    #[test]
-    fn claude_codes_compaction_summary_is_folded() {
-        let md = doc(
-            vec![
-                json!({"uuid": "a", "seq": 0, "timestamp": "T", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}),
-                json!({"uuid": "s", "seq": 1, "timestamp": "T", "isCompactSummary": true, "message": {"role": "user", "content": [{"type": "text", "text": "This session is being continued.\n# Summary"}]}}),
-            ],
-            &[],
-        );
-        assert!(
-            md.contains("\n### User · T\n\n<details><summary>Compaction summary</summary>\n\n```\nThis session is being continued.\n# Summary\n```\n\n</details>\n"),
-            "{md}"
-        );
-        assert!(
-            md.contains("\nhi\n"),
-            "a message without the mark is as it is"
-        );
     }
 
     #[test]

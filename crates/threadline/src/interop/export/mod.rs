@@ -5,6 +5,7 @@ mod claude_code;
 mod html;
 mod markdown;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -33,6 +34,29 @@ impl ExportFormat {
             ))),
         }
     }
+}
+
+/// How `export` writes a transcript view (Markdown, HTML).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExportOptions {
+    /// Markdown: events (progress, hooks, snapshots, ...) too, one line each; without it only
+    /// the conversation (and compaction summaries) is written
+    #[serde(default)]
+    pub events: bool,
+}
+
+/// A count as the views write it: `1,234,567`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What the text formats are made from: the session's info, every record (envelopes, in seq
@@ -72,16 +96,33 @@ fn turn_tokens(turn: &Turn) -> String {
     let u = &turn.usage;
     format!(
         "{} in · {} out · {} cache read · {} cache write",
-        u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens
+        thousands(u.input_tokens),
+        thousands(u.output_tokens),
+        thousands(u.cache_read_input_tokens),
+        thousands(u.cache_creation_input_tokens)
     )
 }
 
 /// The turns by the uuid of the record each starts at.
+/// Claude Code's compaction summary: the user message after a compact boundary that holds the
+/// summary (hundreds of lines), folded by both views.
+fn is_compact_summary(r: &Value) -> bool {
+    r.get("isCompactSummary") == Some(&Value::Bool(true))
+}
+
 fn turn_starts(turns: &[Turn]) -> std::collections::HashMap<&str, &Turn> {
     turns.iter().map(|t| (t.start_uuid.as_str(), t)).collect()
 }
 
 pub fn export(session: &Session, format: ExportFormat) -> Result<String> {
+    export_with(session, format, &ExportOptions::default())
+}
+
+pub fn export_with(
+    session: &Session,
+    format: ExportFormat,
+    options: &ExportOptions,
+) -> Result<String> {
     let run = || {
         if format == ExportFormat::Snapshot {
             return session.snapshot();
@@ -96,10 +137,32 @@ pub fn export(session: &Session, format: ExportFormat) -> Result<String> {
         };
         Ok(match format {
             ExportFormat::ClaudeCode => claude_code::render(&t),
-            ExportFormat::Markdown => markdown::render(&t),
+            ExportFormat::Markdown => markdown::render(&t, options),
             ExportFormat::Html => html::render(&t),
             ExportFormat::Snapshot => unreachable!(),
         })
     };
     run().map_err(|e: Error| e.during("export"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_are_separated_by_commas() {
+        let shown: Vec<String> = [0, 999, 1000, 12_345, 1_234_567, u64::MAX]
+            .into_iter()
+            .map(super::thousands)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "0",
+                "999",
+                "1,000",
+                "12,345",
+                "1,234,567",
+                "18,446,744,073,709,551,615"
+            ]
+        );
+    }
 }

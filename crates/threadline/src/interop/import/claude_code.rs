@@ -50,7 +50,10 @@ impl Reader {
         for l in &lines {
             self.note_spawn(&place.id, &l.value);
         }
-        let (main, chains) = split_sidechains(lines, place.agent.is_some());
+        // A subagent's file is all sidechain, and stays whole: in its folder, or on its own (a
+        // subagent session exported and imported alone is one session again, not one per chain).
+        let whole = place.agent.is_some() || all_sidechain(&lines);
+        let (main, chains) = split_sidechains(lines, whole);
         let branched_at = main
             .first()
             .and_then(|l| l.value.get("parentUuid"))
@@ -253,6 +256,13 @@ fn split_sidechains(lines: Vec<JsonLine>, whole: bool) -> (Vec<JsonLine>, Vec<Ve
         chains[k].push(l);
     }
     (main, chains)
+}
+
+/// Every line that says is a sidechain's, and some say: a subagent's own file (a session's file
+/// has its main conversation).
+fn all_sidechain(lines: &[JsonLine]) -> bool {
+    let flags = || lines.iter().filter_map(|l| l.value.get("isSidechain"));
+    flags().all(|f| f == &Value::Bool(true)) && flags().next().is_some()
 }
 
 fn result_call_id(r: &Map<String, Value>) -> Option<&str> {

@@ -135,10 +135,15 @@ impl State<'_> {
                 *n += 1;
             }
             Ok(other) => self.skip(format!(
-                "expected a JSON object, got {}",
+                "not a record: the line is {}, not a JSON object",
                 crate::model::json::kind(&other)
             )),
-            Err(e) => self.skip(format!("not JSON: {}", e.message())),
+            // the parser's message starts with where in the value it failed (`?` for a key)
+            Err(e) => {
+                let m = e.message();
+                let m = m.strip_prefix("?: ").unwrap_or(m);
+                self.skip(format!("not JSON ({m}): the line is cut or damaged"))
+            }
         }
     }
 
@@ -186,7 +191,10 @@ mod tests {
         );
         assert_eq!(
             skipped,
-            [(Some(3), "expected a JSON object, got an array".to_string())]
+            [(
+                Some(3),
+                "not a record: the line is an array, not a JSON object".to_string()
+            )]
         );
         assert_eq!(nonblank, 4);
         // a reader giving one byte at a time reads the same

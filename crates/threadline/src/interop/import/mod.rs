@@ -9,6 +9,7 @@ mod files;
 mod fspec;
 mod lines;
 mod pi;
+mod recognise;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -52,6 +53,25 @@ impl Format {
             Format::Fspec => "fspec",
         }
     }
+
+    /// Its name for a person.
+    pub fn title(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "Claude Code",
+            Format::Codex => "Codex",
+            Format::Pi => "pi",
+            Format::Fspec => "fspec codelet",
+        }
+    }
+
+    /// The files a walk of a folder looks for (see `files.rs`), for a person.
+    fn looked_for(self) -> &'static str {
+        match self {
+            Format::ClaudeCode | Format::Pi => "*.jsonl files",
+            Format::Codex => "rollout-*.jsonl files",
+            Format::Fspec => "messages/messages.jsonl and sessions/*.json",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -59,6 +79,9 @@ impl Format {
 pub struct ImportOptions {
     /// the project of every imported session (else the one the files name)
     pub project: Option<String>,
+    /// import sessions that were deleted from the store again (else they are skipped)
+    #[serde(default)]
+    pub include_deleted: bool,
 }
 
 /// How far an import has got, given after each file.
@@ -120,6 +143,8 @@ pub(crate) struct Line {
 pub(crate) struct Read {
     pub sessions: Vec<Incoming>,
     pub skipped: Vec<SkippedLine>,
+    /// the file is not of the format: why (also in `skipped`)
+    pub foreign: Option<String>,
 }
 
 /// Imports every file of `format` at `path` (a file, or a folder searched to any depth), calling
@@ -141,6 +166,9 @@ pub fn import(
 /// An import in steps of one file, so a caller can report progress between them (and run each
 /// step where it likes: the Node binding runs them on the thread pool).
 pub struct Importer {
+    path: std::path::PathBuf,
+    /// files found that were not of the format, and the first one's reason
+    foreign: (usize, Option<String>),
     files: Vec<files::Found>,
     next: usize,
     reader: Reader,
@@ -152,12 +180,33 @@ pub struct Importer {
 impl Importer {
     pub fn new(format: Format, path: &Path, options: ImportOptions) -> Result<Importer> {
         let walk = files::find(format, path).map_err(|e| e.during("import"))?;
+        // An import that found nothing to read says so: `0 new of 0 sessions` would read as
+        // success for a mistyped format or folder.
+        if walk.files.is_empty() {
+            let mut message = format!(
+                "source.path: no {} session files were found in '{}' (looked for {} in it and the folders below)",
+                format.title(),
+                path.display(),
+                format.looked_for()
+            );
+            if let Some(s) = walk.skipped.first() {
+                message.push_str(&format!(
+                    "; {} skipped, the first '{}': {}",
+                    walk.skipped.len(),
+                    s.file,
+                    s.reason
+                ));
+            }
+            return Err(Error::InvalidInput(message).during("import"));
+        }
         let at = Progress {
             total_files: walk.files.len() as u64,
             total_bytes: walk.files.iter().map(|f| f.bytes).sum(),
             ..Progress::default()
         };
         Ok(Importer {
+            path: path.to_path_buf(),
+            foreign: (0, None),
             files: walk.files,
             next: 0,
             reader: Reader::new(format, walk.side_root),
@@ -179,12 +228,30 @@ impl Importer {
         let mut run = || {
             let read = self.reader.read(f, &self.options)?;
             self.report.skipped.extend(read.skipped);
+            if let Some(reason) = read.foreign {
+                self.foreign.0 += 1;
+                self.foreign
+                    .1
+                    .get_or_insert(format!("'{}': {reason}", display(&f.path)));
+            }
             for incoming in read.sessions {
-                self.at.records += write(store, incoming, &mut self.report)?;
+                self.at.records += write(store, incoming, &self.options, &mut self.report)?;
             }
             Ok(())
         };
         run().map_err(|e: Error| e.during("import"))?;
+        // Every file found was of another format (`import claude-code` of a Codex folder): an
+        // error, not a report of nothing imported.
+        if self.next + 1 == self.files.len() && self.foreign.0 == self.files.len() {
+            return Err(Error::InvalidInput(format!(
+                "source.path: none of the {} files found in '{}' is a {} session file ({})",
+                self.files.len(),
+                self.path.display(),
+                self.reader.format().title(),
+                self.foreign.1.as_deref().unwrap_or_default()
+            ))
+            .during("import"));
+        }
         self.next += 1;
         self.at.files += 1;
         self.at.bytes += f.bytes;
@@ -243,9 +310,25 @@ impl Reader {
         if lines.foreign() {
             let reason = format!(
                 "not a {} session file: no line is a JSON object",
-                self.format().as_str()
+                self.format().title()
             );
-            return Ok(Read::skipped(f, reason));
+            return foreign(f, reason);
+        }
+        // An empty file (Claude Code leaves some behind) is no session: made one, it would be
+        // an empty session listed first.
+        if lines.lines.is_empty() {
+            let reason = match lines.nonblank {
+                0 if f.bytes == 0 => "empty file (0 bytes): no session to import".to_string(),
+                0 => "no records in this file (only blank lines): no session to import".into(),
+                _ => "no line of this file could be read: no session to import".into(),
+            };
+            let mut read = Read::skipped(f, reason);
+            bad.append(&mut read.skipped);
+            read.skipped = bad;
+            return Ok(read);
+        }
+        if let Some(reason) = recognise::not_of(self.format(), &lines.lines) {
+            return foreign(f, reason);
         }
         let mut read = match self {
             Reader::ClaudeCode(r) => r.read(f, lines.lines, options),
@@ -269,8 +352,23 @@ impl Read {
                 line: None,
                 reason,
             }],
+            foreign: None,
         }
     }
+}
+
+/// A file of another format: refused when it is the path given (nothing is imported), skipped
+/// when a walk found it (the folder may hold other files).
+fn foreign(f: &files::Found, reason: String) -> Result<Read> {
+    if f.explicit {
+        return Err(Error::InvalidInput(format!(
+            "source.path: '{}' is {reason}",
+            f.path.display()
+        )));
+    }
+    let mut read = Read::skipped(f, reason.clone());
+    read.foreign = Some(reason);
+    Ok(read)
 }
 
 /// A file that could not be opened or read: skipped and reported when a walk found it, an error
@@ -287,11 +385,20 @@ pub(crate) fn unread(f: &files::Found, reason: String) -> Result<Read> {
 
 /// Writes one incoming session: created if the store lacks it, then its records, those already
 /// stored left out. Returns how many records it had.
-fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result<u64> {
-    report.sessions += 1;
+fn write(
+    store: &Store,
+    incoming: Incoming,
+    options: &ImportOptions,
+    report: &mut ImportReport,
+) -> Result<u64> {
     let mut created = false;
     let session = match store.open_session(&incoming.id, None) {
         Ok(s) => s,
+        Err(Error::NotFound(_))
+            if !options.include_deleted && deleted(store, &incoming, report)? =>
+        {
+            return Ok(0)
+        }
         Err(Error::NotFound(_)) => {
             created = true;
             report.new_sessions += 1;
@@ -301,6 +408,7 @@ fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result
         }
         Err(e) => return Err(e),
     };
+    report.sessions += 1;
     let mut lines = Vec::with_capacity(incoming.records.len());
     let mut drafts = Vec::with_capacity(incoming.records.len());
     let mut skipped = Vec::new();
@@ -331,6 +439,7 @@ fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result
     // A new session keeps the times of its source: it began at its first record and was last
     // written at its last (so `ls` lists imported sessions by when they happened).
     let origin = crate::session::Origin {
+        status: created.then(|| ended(&drafts)),
         dated: created.then(|| span(&drafts)).flatten(),
         forked_from: incoming.forked_from.filter(|_| created),
     };
@@ -342,10 +451,64 @@ fn write(store: &Store, incoming: Incoming, report: &mut ImportReport) -> Result
         .extend(skipped.into_iter().map(|s| SkippedLine {
             file: incoming.file.clone(),
             line: lines[s.index],
-            reason: s.reason,
+            // the store's reason names the field; the reader needs to know what it means
+            reason: format!(
+                "not imported, a record Threadline cannot store: {}",
+                s.reason
+            ),
         }));
     session.close();
     Ok(count)
+}
+
+/// Whether the store deleted the session `incoming` would create: then it is not brought back
+/// (an import on a schedule would undo every delete), and the report says so.
+fn deleted(store: &Store, incoming: &Incoming, report: &mut ImportReport) -> Result<bool> {
+    let Some(ms) = store.deleted_at(&incoming.id)? else {
+        return Ok(false);
+    };
+    let when = crate::model::clock::iso_from_ms(ms);
+    report.skipped.push(SkippedLine {
+        file: incoming.file.clone(),
+        line: None,
+        reason: format!(
+            "session '{}' was deleted on {} {} UTC; --include-deleted (includeDeleted: true) brings it back",
+            incoming.id,
+            when.get(..10).unwrap_or(&when),
+            when.get(11..16).unwrap_or_default()
+        ),
+    });
+    Ok(true)
+}
+
+/// How an imported session ended, as far as its records tell: `interrupted` when its last
+/// response asked for tools that nothing answered (the agent was stopped while they ran), else
+/// `completed` (the source holds a conversation that is over; none says more).
+fn ended(drafts: &[(usize, Draft)]) -> crate::model::options::Status {
+    use crate::model::options::Status;
+    let mut pending = 0usize;
+    for (_, d) in drafts {
+        let Some(m) = d.env.get("message") else {
+            continue;
+        };
+        let blocks = m.get("content").and_then(Value::as_array);
+        let uses = blocks.map_or(0, |b| {
+            b.iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                .count()
+        });
+        match m.get("role").and_then(Value::as_str) {
+            // whatever the user sent next answered or replaced the calls before it
+            Some("user") => pending = 0,
+            Some("assistant") => pending += uses,
+            _ => {}
+        }
+    }
+    if pending > 0 {
+        Status::Interrupted
+    } else {
+        Status::Completed
+    }
 }
 
 /// An id for a record that has none of its own, the same on every import of the same file:

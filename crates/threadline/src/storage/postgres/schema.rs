@@ -15,7 +15,7 @@ use super::url::quote;
 use crate::error::{Error, Result};
 use crate::storage::schema::APPLICATION_ID;
 
-pub const VERSION: i64 = 3;
+pub const VERSION: i64 = 4;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a schema from version i to i + 1. `{s}` is the
 /// quoted schema name.
@@ -134,6 +134,16 @@ INSERT INTO {s}.meta VALUES ('store_id', (random() * 9.2e18)::bigint);
         usage_reported!(),
         ";"
     ),
+    // Deleted sessions, by number (SQLite's migration 6): an import does not bring a deleted
+    // session back unless asked to.
+    r#"
+CREATE TABLE {s}.deleted_sessions(
+  num BIGINT PRIMARY KEY,
+  id TEXT NOT NULL,
+  deleted_ms BIGINT NOT NULL
+);
+CREATE INDEX deleted_sessions_id ON {s}.deleted_sessions(id);
+"#,
 ];
 
 /// The store's random id (written by the migration to version 2): what tells two stores apart
@@ -326,8 +336,8 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(
-            tables, 7,
-            "meta, sessions, records, blobs, blob_refs, tool_calls, search"
+            tables, 8,
+            "meta, sessions, records, blobs, blob_refs, tool_calls, search, deleted_sessions"
         );
         drop(c);
         connect(&url, &StoreOptions::default()).unwrap();
