@@ -911,6 +911,7 @@ const SessionSteps = {
   /**
    * @this {any}
    * @param {any} format
+   * @param {any} [options]
    * @returns {Steps}
    */
   *export(format, options) {
