@@ -937,6 +937,7 @@ const SessionSteps = {
   /**
    * @this {any}
    * @param {any} format
+   * @param {any} [options]
    * @returns {Steps}
    */
   *export(format, options) {
