@@ -15,7 +15,9 @@ const { Store } = lib
 const WRITER = path.join(__dirname, 'helpers', 'log-writer.js')
 
 const logsOf = (file) => fs.readdirSync(path.dirname(fs.realpathSync(file))).filter((f) => f.startsWith(`${path.basename(fs.realpathSync(file))}-tl-`))
-const acks = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [])
+// A line the writer had not finished when it was killed (no newline yet) is not an acknowledgement
+// it recorded.
+const acks = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').slice(0, -1).map((l) => JSON.parse(l)) : [])
 const texts = (session) => session.envelopes().map((e) => e.message?.content?.[0]?.text ?? e.message?.content)
 
 // A writer that appends `n` prompts to `id` and SIGKILLs itself; returns what it acknowledged.

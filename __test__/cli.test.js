@@ -221,7 +221,7 @@ test('import: an empty transcript makes no session and is listed as skipped; the
 test('import: a session deleted with rm is not brought back unless --include-deleted', () => {
   const store = path.join(dir, 'tomb.db')
   json('import', 'claude-code', CLAUDE, '--store', store)
-  assert.deepEqual(json('rm', 'short', '--store', store), { deleted: 'short' })
+  assert.deepEqual(json('rm', 'short', '--store', store), { deleted: 'short', subagents: [] })
   const again = json('import', 'claude-code', CLAUDE, '--store', store)
   assert.equal(again.newSessions, 0)
   assert.equal(again.skipped.length, 1)

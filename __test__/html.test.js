@@ -115,11 +115,6 @@ for (const name of FIXTURES) {
         await page.$$eval('.event, details.compaction', (els) => els.length),
         records.length - withMessage.length,
       )
-      // Claude Code's compaction summary (a user message of a couple of hundred lines) is folded in its message
-      const summaries = withMessage.filter((r) => r.isCompactSummary)
-      assert.ok(name !== 'compacted-session.jsonl' || summaries.length > 0)
-      assert.deepEqual(await page.$$eval('details.compact-summary', (els) => els.map((e) => e.closest('.message').dataset.uuid)), summaries.map((r) => r.uuid))
-
       // every tool call is a folded <details> that opens on a click and shows its input
       const calls = blocksOf('tool_use')
       assert.ok(name !== 'short.jsonl' || calls.length > 0)
