@@ -15,7 +15,8 @@ const promise = require('../promise.js')
 const { Store } = lib
 const WRITER = path.join(__dirname, 'helpers', 'log-writer.js')
 
-const acks = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [])
+// Only whole lines: the writer may be in the middle of one (or was killed inside its write).
+const acks = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').slice(0, -1).map((l) => JSON.parse(l)) : [])
 const stopped = (pid) => /^\d+ \(.*\) T /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
