@@ -176,9 +176,12 @@ function readByProcess(run, res, win, ctx) {
   if (res.verify && !res.verify.ok) add('R1', ctx.i, `${ctx.who}: store.verify() reports damage: ${JSON.stringify(res.verify.damaged.slice(0, 3))}`)
 }
 
+// Whether a delete of `sid` may have landed after a handle was opened at `opened`: one sent later,
+// or one already in flight then that ended later (the handle opened the incarnation it deleted).
 function deletedSince(run, sid, opened) {
   const s = run.model.sessions.get(sid)
-  return !!s && [...s.incs.values()].some((x) => x.deletes.some((d) => d.sent >= (opened ?? 0)))
+  const t = opened ?? 0
+  return !!s && [...s.incs.values()].some((x) => x.deletes.some((d) => d.sent >= t || d.done === null || d.done >= t))
 }
 
 module.exports = { apply, readByProcess }
