@@ -5,6 +5,7 @@
 //   sdk-converters.ts and documented-paths.ts (the documented paths against the real SDK types:
 //   `for await (const ev of stream) writer.push(ev)`, options set to `undefined`, signed thinking);
 // - tsconfig.exact.json: the same files under `exactOptionalPropertyTypes`;
+// - tsconfig.adapters.json: the adapters (adapters/*/index.d.ts) against the frameworks' own types;
 // - __test__/types/tsconfig.bad.json fails, with an error on exactly the lines of bad.ts marked
 //   `// BAD TSnnnn`, each with that code;
 // - good.ts, compiled to JS, runs against the built library (the types describe real values);
@@ -59,6 +60,15 @@ test('tsconfig.exact.json: the same files compile under exactOptionalPropertyTyp
   assert.deepEqual(config.files.sort(), goodFiles)
   assert.equal(config.compilerOptions.exactOptionalPropertyTypes, true)
   const { status, output } = tsc('-p', path.join(typesDir, 'tsconfig.exact.json'))
+  assert.equal(status, 0, `tsc failed:\n${output}`)
+})
+
+test('tsconfig.adapters.json: each adapter is assignable to its framework\'s own interface (strict, exactOptionalPropertyTypes)', () => {
+  // The frameworks' declarations need the DOM lib (fetch types), as their own docs say.
+  const config = JSON.parse(fs.readFileSync(path.join(typesDir, 'tsconfig.adapters.json'), 'utf8'))
+  assert.equal(config.compilerOptions.exactOptionalPropertyTypes, true)
+  assert.ok(config.files.includes('claude-agent-sdk.ts'))
+  const { status, output } = tsc('-p', path.join(typesDir, 'tsconfig.adapters.json'))
   assert.equal(status, 0, `tsc failed:\n${output}`)
 })
 

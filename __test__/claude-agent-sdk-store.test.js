@@ -1,0 +1,191 @@
+'use strict'
+// ThreadlineSessionStore as the Claude Agent SDK calls it, without the `claude` binary: the
+// SessionStore contract (append, load, listSessions, listSessionSummaries, delete,
+// listSubkeys) on both APIs, checked against the SDK's own InMemorySessionStore and against
+// `threadline import claude-code` of the same file. Runs on PostgreSQL too (postgres.test.js).
+
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { spawn } = require('node:child_process')
+
+const sync = require('..')
+const promise = require('../promise')
+const { ThreadlineSessionStore } = require('../adapters/claude-agent-sdk')
+const { tmpDir, keyPaths } = require('./helpers/util')
+
+const FIXTURES = path.join(__dirname, '..', 'fixtures')
+const PROJECT = '-home-USER-projects-spotter-worktrees-spotter-4te'
+const SESSION = 'ae4a77f8-aedd-4bc1-888f-c94edc91af04'
+const sdk = () => import('@anthropic-ai/claude-agent-sdk')
+
+/** The lines of a real Claude Code transcript (with its subagents), parsed. */
+function lines(file) {
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+}
+const mainFile = path.join(FIXTURES, 'claude-code-projects', PROJECT, `${SESSION}.jsonl`)
+const subFile = (agent) => path.join(FIXTURES, 'claude-code-projects', PROJECT, SESSION, 'subagents', `agent-${agent}.jsonl`)
+
+/** Batches as the SDK sends them: `size` entries per append. */
+function batches(entries, size) {
+  const out = []
+  for (let i = 0; i < entries.length; i += size) out.push(entries.slice(i, i + size))
+  return out
+}
+
+const apis = [
+  ['threadline', (p) => sync.Store.open(p)],
+  ['threadline/promise', (p) => promise.Store.open(p)],
+]
+
+for (const [api, open] of apis) {
+  test(`${api}: load gives back every appended entry, in order, deep-equal, key order kept`, async (t) => {
+    const store = await open(path.join(tmpDir(t), 'a.db'))
+    t.after(() => store.close())
+    const sessions = new ThreadlineSessionStore(store)
+    const key = { projectKey: PROJECT, sessionId: SESSION }
+    assert.equal(await sessions.load(key), null, 'a key never written')
+    const entries = lines(mainFile)
+    for (const b of batches(entries, 7)) await sessions.append(key, b)
+    const back = await sessions.load(key)
+    assert.deepEqual(back, entries)
+    assert.deepEqual(keyPaths(back), keyPaths(entries))
+  })
+
+  test(`${api}: a retried batch is stored once; an entry without uuid once per append call`, async (t) => {
+    const store = await open(path.join(tmpDir(t), 'a.db'))
+    t.after(() => store.close())
+    const sessions = new ThreadlineSessionStore(store)
+    const key = { projectKey: 'p', sessionId: '11111111-1111-4111-8111-111111111111' }
+    const user = { type: 'user', uuid: 'aaaaaaaa-0000-4000-8000-000000000001', parentUuid: null, sessionId: key.sessionId, timestamp: '2026-11-27T10:00:00.000Z', message: { role: 'user', content: 'hello' } }
+    const title = { type: 'custom-title', customTitle: 'Greeting', sessionId: key.sessionId }
+    await sessions.append(key, [user, title])
+    await sessions.append(key, [user, title]) // the SDK's retry of the same batch
+    assert.deepEqual(await sessions.load(key), [user, title, title])
+  })
+
+  test(`${api}: subagent transcripts are sessions of their own, listed by listSubkeys and deleted with their parent`, async (t) => {
+    const store = await open(path.join(tmpDir(t), 'a.db'))
+    t.after(() => store.close())
+    const sessions = new ThreadlineSessionStore(store)
+    const key = { projectKey: PROJECT, sessionId: SESSION }
+    await sessions.append(key, lines(mainFile))
+    const agent = 'aac57f5'
+    const sub = { ...key, subpath: `subagents/agent-${agent}` }
+    const meta = { type: 'agent_metadata', agentType: 'general-purpose', description: 'look around' }
+    await sessions.append(sub, [...lines(subFile(agent)), meta])
+    const nested = { ...key, subpath: `subagents/agent-${agent}/subagents/agent-b0b0b0` }
+    await sessions.append(nested, lines(subFile(agent)).slice(0, 2))
+    assert.deepEqual((await sessions.listSubkeys(key)).sort(), [sub.subpath, nested.subpath])
+    assert.deepEqual(await sessions.load(sub), [...lines(subFile(agent)), meta])
+
+    // The subagent session is linked to its parent, as `threadline import claude-code` links it.
+    const s = await store.openSession(`${SESSION}/agent-${agent}`)
+    const info = typeof s.info === 'function' ? await s.info() : s.info
+    assert.equal(info.metadata.parentSessionId, SESSION)
+    assert.equal(info.metadata.agentId, agent)
+    await s.close()
+
+    await sessions.delete(nested)
+    assert.equal(await sessions.load(nested), null)
+    assert.deepEqual(await sessions.listSubkeys(key), [sub.subpath])
+    await sessions.delete(key)
+    assert.equal(await sessions.load(key), null)
+    assert.equal(await sessions.load(sub), null)
+    assert.deepEqual(await sessions.listSubkeys(key), [])
+    assert.deepEqual(await sessions.listSessions(PROJECT), [])
+  })
+
+  test(`${api}: listSessionSummaries gives what the SDK's own InMemorySessionStore gives`, async (t) => {
+    const { InMemorySessionStore } = await sdk()
+    const store = await open(path.join(tmpDir(t), 'a.db'))
+    t.after(() => store.close())
+    const ours = new ThreadlineSessionStore(store)
+    const theirs = new InMemorySessionStore()
+    const a = { projectKey: PROJECT, sessionId: SESSION }
+    const b = { projectKey: PROJECT, sessionId: '22222222-2222-4222-8222-222222222222' }
+    const other = { projectKey: 'elsewhere', sessionId: '33333333-3333-4333-8333-333333333333' }
+    const short = lines(path.join(FIXTURES, 'claude-code', 'short.jsonl'))
+    for (const [key, entries] of [[a, lines(mainFile)], [b, short], [other, short]]) {
+      for (const batch of batches(entries, 5)) {
+        await ours.append(key, batch)
+        await theirs.append(key, batch)
+      }
+    }
+    const bySession = (list) => Object.fromEntries(list.map((s) => [s.sessionId, s.data]))
+    assert.deepEqual(bySession(await ours.listSessionSummaries(PROJECT)), bySession(await theirs.listSessionSummaries(PROJECT)))
+    const listed = await ours.listSessions(PROJECT)
+    assert.deepEqual(listed.map((s) => s.sessionId).sort(), [b.sessionId, SESSION].sort())
+    for (const s of listed) assert.ok(Number.isInteger(s.mtime) && s.mtime > Date.parse('2026-01-01'))
+  })
+}
+
+test('a mirrored session is the session `threadline import claude-code` makes of the same file', async (t) => {
+  const dir = tmpDir(t)
+  const mirrored = sync.Store.open(path.join(dir, 'mirrored.db'))
+  const imported = sync.Store.open(path.join(dir, 'imported.db'))
+  t.after(() => { mirrored.close(); imported.close() })
+  const sessions = new ThreadlineSessionStore(mirrored)
+  const key = { projectKey: PROJECT, sessionId: SESSION }
+  for (const b of batches(lines(mainFile), 3)) await sessions.append(key, b)
+  const projectDir = path.join(dir, 'projects', PROJECT)
+  fs.mkdirSync(projectDir, { recursive: true })
+  fs.copyFileSync(mainFile, path.join(projectDir, `${SESSION}.jsonl`))
+  imported.import({ format: 'claude-code', path: path.join(projectDir, `${SESSION}.jsonl`) })
+
+  const m = mirrored.openSession(SESSION)
+  const i = imported.openSession(SESSION)
+  assert.deepEqual(m.messages, i.messages)
+  assert.deepEqual(m.envelopes(), i.envelopes())
+  assert.deepEqual(m.turns, i.turns)
+  assert.deepEqual(m.tokenTracker, i.tokenTracker)
+  for (const k of ['project', 'title', 'model', 'provider']) assert.equal(m.info[k], i.info[k], k)
+  m.close()
+  i.close()
+})
+
+test('bad arguments are refused with INVALID_INPUT and the path of the field; nothing is stored', async (t) => {
+  const store = sync.Store.open(path.join(tmpDir(t), 'a.db'))
+  t.after(() => store.close())
+  const sessions = new ThreadlineSessionStore(store)
+  const key = { projectKey: 'p', sessionId: 's1' }
+  await assert.rejects(sessions.append({ projectKey: 'p' }, []), { code: 'INVALID_INPUT', message: /key\.sessionId/ })
+  await assert.rejects(sessions.append({ ...key, subpath: '' }, []), { code: 'INVALID_INPUT', message: /key\.subpath/ })
+  await assert.rejects(sessions.append(key, [{ type: 'user', uuid: 'u1' }, 42]), { code: 'INVALID_INPUT', message: /entries\[1\]/ })
+  await assert.rejects(sessions.append(key, [{ uuid: 'u1' }]), { code: 'INVALID_INPUT', message: /entries\[0\]\.type/ })
+  assert.equal(await sessions.load(key), null)
+  assert.throws(() => new ThreadlineSessionStore({}), { code: 'INVALID_INPUT', message: /store/ })
+  assert.throws(() => new ThreadlineSessionStore(store, { projekt: 'x' }), { code: 'INVALID_INPUT', message: /options\.projekt/ })
+})
+
+test('two processes mirror two sessions into one store at the same time', async (t) => {
+  const dir = tmpDir(t)
+  const file = path.join(dir, 'shared.db')
+  const child = (sessionId) => new Promise((resolve, reject) => {
+    const code = `
+      const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))})
+      const { ThreadlineSessionStore } = require(${JSON.stringify(path.join(__dirname, '..', 'adapters', 'claude-agent-sdk'))})
+      const store = Store.open(${JSON.stringify(file)})
+      const sessions = new ThreadlineSessionStore(store)
+      ;(async () => {
+        const key = { projectKey: 'p', sessionId: ${JSON.stringify(sessionId)} }
+        for (let i = 0; i < 200; i++) {
+          await sessions.append(key, [{ type: 'user', uuid: ${JSON.stringify(sessionId)} + '-' + i, sessionId: key.sessionId, message: { role: 'user', content: 'm' + i } }])
+        }
+        store.close()
+      })().catch((e) => { console.error(e); process.exit(1) })`
+    const p = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'inherit', 'pipe'] })
+    let err = ''
+    p.stderr.on('data', (d) => { err += d })
+    p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`child exited ${c}: ${err}`))))
+  })
+  await Promise.all([child('session-a'), child('session-b')])
+  const store = sync.Store.open(file)
+  t.after(() => store.close())
+  const sessions = new ThreadlineSessionStore(store)
+  for (const id of ['session-a', 'session-b']) {
+    const back = await sessions.load({ projectKey: 'p', sessionId: id })
+    assert.deepEqual(back.map((e) => e.message.content), Array.from({ length: 200 }, (_, i) => `m${i}`))
+  }
+})
