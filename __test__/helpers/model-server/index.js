@@ -52,7 +52,7 @@ function openaiError(status, message, { type, param = null, code = null } = {}) 
 
 /**
  * Starts a server. `script(request)` gets `{ api, body, index, path }` for each model request
- * and returns a reply (see `reply`), a string (a text reply) or a promise of one; or `script` is
+ * and returns a reply (see `reply`), a lone block, a string (a text reply) or a promise of one; or `script` is
  * an array of those (functions allowed), consumed in order.
  */
 async function startModelServer({ script } = {}) {
@@ -103,6 +103,8 @@ async function startModelServer({ script } = {}) {
     if (r === undefined) throw new Error(`script has no reply for model request ${request.index}`)
     if (typeof r === 'function') r = await r(request)
     if (typeof r === 'string') r = reply.text(r)
+    // A lone block (`reply.toolUse(...)`) is a reply of that one block.
+    if (r && typeof r.type === 'string' && r.kind === undefined) r = reply.blocks([r])
     if (!r || (r.kind !== 'reply' && r.kind !== 'error')) throw new Error(`script returned no reply: ${JSON.stringify(r)}`)
     return r
   }
