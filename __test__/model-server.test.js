@@ -128,12 +128,31 @@ describe('Anthropic Messages', () => {
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'a.txt\nb.txt' }] },
     ]
     const second = await client.messages.create({ ...params, messages })
-    assert.deepEqual(second.content, [{ type: 'text', text: 'Two files.' }])
+    // With thinking on, the real API always thinks first; the server adds a block the script left out.
+    assert.deepEqual(second.content, [
+      { type: 'thinking', thinking: 'Let me think.', signature: server.issued[1].signature },
+      { type: 'text', text: 'Two files.' },
+    ])
     assert.deepEqual(server.invalid, [])
     assert.deepEqual(
       server.requests.map((r) => lastIsToolResult(r)),
       [false, true],
     )
+
+    // An adapter that drops the thinking block of the turn a tool result answers is refused.
+    const withoutThinking = [USER, { role: 'assistant', content: first.content.slice(1) }, messages[2]]
+    await assertRefused(
+      server,
+      client.messages.create({ ...params, messages: withoutThinking }),
+      'messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. ' +
+        'When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the ' +
+        'lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous ' +
+        'turns. To avoid this requirement, disable `thinking`. Please consult our documentation at ' +
+        'https://docs.claude.com/en/docs/build-with-claude/extended-thinking',
+    )
+    // Without thinking there is no such requirement.
+    const plain = await client.messages.create({ model: MODEL, max_tokens: 64, tools: TOOLS, messages: withoutThinking })
+    assert.deepEqual(plain.content, [{ type: 'text', text: 'Two files.' }])
   })
 
   test('a thinking block with a changed signature, or a signature issued for other text, is refused', async (t) => {
@@ -226,12 +245,13 @@ describe('Anthropic Messages', () => {
   test('consecutive same-role turns are merged and system entries accepted; a first assistant turn is refused', async (t) => {
     const server = await serve(
       t,
-      toolLoop(reply.toolUse('Bash', { command: 'ls' }), reply.text('done')),
+      toolLoop(reply.blocks([reply.toolUse('Bash', { command: 'ls' }), reply.toolUse('Bash', { command: 'pwd' })]), reply.text('done')),
     )
     const client = anthropicClient(server)
     const first = await client.messages.create({ model: MODEL, max_tokens: 64, tools: TOOLS, messages: [USER] })
-    const call = first.content[0]
-    // Claude Code splits one turn over several messages and puts system entries between them.
+    const [ls, pwd] = first.content
+    // Claude Code sends one block per message (so one turn over several messages) with system
+    // entries between them.
     const second = await client.messages.create({
       model: MODEL,
       max_tokens: 64,
@@ -239,10 +259,11 @@ describe('Anthropic Messages', () => {
       messages: [
         USER,
         { role: 'user', content: [{ type: 'text', text: 'and be quick' }] },
-        { role: 'assistant', content: [{ type: 'text', text: 'Sure.' }] },
+        { role: 'assistant', content: [ls] },
         { role: 'system', content: 'a note from the harness' },
-        { role: 'assistant', content: [call] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'a.txt' }] },
+        { role: 'assistant', content: [pwd] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: ls.id, content: 'a.txt' }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: pwd.id, content: '/tmp' }] },
       ],
     })
     assert.deepEqual(second.content, [{ type: 'text', text: 'done' }])
@@ -360,8 +381,20 @@ describe('OpenAI Chat Completions', () => {
   })
 
   test('a tool message answering no tool call is refused', async (t) => {
-    const server = await serve(t, () => reply.text('never'))
+    const server = await serve(t, () => reply.toolUse('Bash', { command: 'ls' }))
     const client = openaiClient(server)
+    const first = await client.chat.completions.create({ model: 'gpt-5', tools: FUNCTION_TOOLS, messages: [chatUser] })
+    const message = first.choices[0].message
+    const answer = { role: 'tool', tool_call_id: message.tool_calls[0].id, content: 'x' }
+    await assertRefused(
+      server,
+      client.chat.completions.create({
+        model: 'gpt-5',
+        tools: FUNCTION_TOOLS,
+        messages: [chatUser, message, answer, { role: 'tool', tool_call_id: 'call_other', content: 'y' }],
+      }),
+      "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+    )
     await assertRefused(
       server,
       client.chat.completions.create({

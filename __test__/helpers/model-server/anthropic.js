@@ -85,6 +85,19 @@ function validate(body, issued, { countTokens = false } = {}) {
       }
     }
     const next = turns[t + 1]
+    if (turn.role === 'assistant' && t === turns.length - 2 && thinkingEnabled(body) && hasToolResult(next)) {
+      // With thinking on, the turn a tool result answers must go back with its thinking first.
+      const { block: b, i } = turn.entries[0] || { block: { type: 'nothing' }, i: -1 }
+      if (b.type !== 'thinking' && b.type !== 'redacted_thinking') {
+        return (
+          `messages.${i}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${b.type}\`. ` +
+          'When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the ' +
+          'lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous ' +
+          'turns. To avoid this requirement, disable `thinking`. Please consult our documentation at ' +
+          'https://docs.claude.com/en/docs/build-with-claude/extended-thinking'
+        )
+      }
+    }
     if (turn.role === 'assistant' && next) {
       const answered = new Set(next.entries.filter((e) => e.block.type === 'tool_result').map((e) => e.block.tool_use_id))
       const missing = turn.entries.filter((e) => e.block.type === 'tool_use' && !answered.has(e.block.id))
@@ -100,9 +113,20 @@ function validate(body, issued, { countTokens = false } = {}) {
   return null
 }
 
+const thinkingEnabled = (body) => isObject(body.thinking) && body.thinking.type === 'enabled'
+const hasToolResult = (turn) => turn.entries.some((e) => e.block.type === 'tool_result')
+
+/** Thinking text of the block the server puts first when thinking is on and the script gave none. */
+const AUTO_THINKING = 'Let me think.'
+
 /** The reply as a Message (content blocks with issued signatures and generated ids). */
 function toMessage(reply, body, issuer) {
-  const content = reply.blocks.map((b) => {
+  let blocks = reply.blocks
+  // With thinking on, the real API always answers with a thinking block first.
+  if (thinkingEnabled(body) && !['thinking', 'redacted_thinking'].includes(blocks[0] && blocks[0].type)) {
+    blocks = [{ type: 'thinking', thinking: AUTO_THINKING }, ...blocks]
+  }
+  const content = blocks.map((b) => {
     switch (b.type) {
       case 'text':
         return { type: 'text', text: b.text }
