@@ -494,3 +494,56 @@ describe('OpenAI Responses', () => {
     assert.equal(server.requests.length, 5)
   })
 })
+
+describe('failing mid-stream', () => {
+  const failing = () => reply.blocks(['partial answer'], { streamError: { message: 'Overloaded' } })
+
+  test('Anthropic: the text so far, then an error event instead of message_stop; plain: a 529', async (t) => {
+    const server = await serve(t, failing)
+    const client = anthropicClient(server)
+    const stream = client.messages.stream({ model: MODEL, max_tokens: 64, messages: [USER] })
+    let text = ''
+    stream.on('text', (delta) => (text += delta))
+    await assert.rejects(stream.finalMessage(), (err) => {
+      assert.deepEqual(err.error, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })
+      return true
+    })
+    assert.equal(text, 'partial answer')
+    await assert.rejects(client.messages.create({ model: MODEL, max_tokens: 64, messages: [USER] }), (err) => err.status === 529)
+    assert.deepEqual(
+      server.requests.map((r) => [r.status, r.error]),
+      [
+        [200, 'Overloaded'],
+        [529, 'Overloaded'],
+      ],
+    )
+    assert.deepEqual(server.invalid, [])
+  })
+
+  test('OpenAI Chat and Responses: the deltas so far, then an error the client throws', async (t) => {
+    const server = await serve(t, failing)
+    const client = openaiClient(server)
+    const deltas = []
+    const chat = await client.chat.completions.create({ model: 'gpt-5', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    await assert.rejects(
+      (async () => {
+        for await (const chunk of chat) if (chunk.choices[0]?.delta.content) deltas.push(chunk.choices[0].delta.content)
+      })(),
+      /Overloaded/,
+    )
+    assert.equal(deltas.join(''), 'partial answer')
+
+    const events = []
+    const response = await client.responses.create({ model: 'gpt-5', input: 'hi', stream: true })
+    await assert.rejects(
+      (async () => {
+        for await (const event of response) events.push(event.type)
+      })(),
+      /Overloaded/,
+    )
+    assert.ok(events.includes('response.output_text.delta'))
+    assert.ok(!events.includes('response.completed'))
+    await assert.rejects(client.responses.create({ model: 'gpt-5', input: 'hi' }), (err) => err.status === 500)
+    assert.deepEqual(server.invalid, [])
+  })
+})

@@ -163,22 +163,53 @@ async function startModelServer({ script } = {}) {
       return fail(r.status, r.message, { type: r.type })
     }
 
-    entry.status = 200
     const stream = body.stream === true
+    const streamError = r.streamError
+    if (streamError) {
+      entry.scripted = true
+      if (!stream) {
+        const status = !isAnthropic ? 500 : streamError.type === 'overloaded_error' || !streamError.type ? 529 : 500
+        return fail(status, streamError.message, { type: streamError.type })
+      }
+      entry.error = streamError.message
+    }
+    entry.status = 200
     if (isAnthropic) {
       const message = anthropic.toMessage(r, body, issuer)
       entry.reply = message
       const headers = { 'request-id': `req_${randomId(24)}` }
-      return stream ? sendSse(res, anthropic.toEvents(message), headers) : sendJson(res, 200, message, headers)
+      if (!stream) return sendJson(res, 200, message, headers)
+      let events = anthropic.toEvents(message)
+      if (streamError) {
+        const error = { type: streamError.type || 'overloaded_error', message: streamError.message }
+        events = [...events.filter(([name]) => name !== 'message_delta' && name !== 'message_stop'), ['error', { type: 'error', error }]]
+      }
+      return sendSse(res, events, headers)
+    }
+    const openaiStreamError = streamError && {
+      type: streamError.type || 'server_error',
+      code: 'server_error',
+      message: streamError.message,
+      param: null,
     }
     if (api === 'openai-chat') {
       const completion = chat.toCompletion(r, body)
       entry.reply = completion
-      return stream ? sendSse(res, [...chat.toChunks(completion), '[DONE]']) : sendJson(res, 200, completion)
+      if (!stream) return sendJson(res, 200, completion)
+      let chunks = [...chat.toChunks(completion), '[DONE]']
+      // Cut before the finish chunk: an error chunk and no [DONE].
+      if (streamError) chunks = [...chunks.slice(0, -3), { error: openaiStreamError }]
+      return sendSse(res, chunks)
     }
     const response = responses.toResponse(r, body, issuer)
     entry.reply = response
-    return stream ? sendSse(res, responses.toEvents(response)) : sendJson(res, 200, response)
+    if (!stream) return sendJson(res, 200, response)
+    let events = responses.toEvents(response)
+    if (streamError) {
+      events = events.slice(0, -1)
+      events.push(['error', { type: 'error', sequence_number: events.length, error: openaiStreamError }])
+    }
+    return sendSse(res, events)
   }
 
   const server = http.createServer((req, res) => {

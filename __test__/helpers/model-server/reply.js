@@ -27,10 +27,12 @@ function block(value) {
 const reply = {
   /** An answer of blocks; strings are text blocks. Options: `usage` ({ input_tokens,
    * output_tokens } to report instead of the computed estimate), `stopReason` (Anthropic's
-   * stop_reason; `tool_use` / `end_turn` are derived otherwise). */
-  blocks(blocks, { usage, stopReason } = {}) {
+   * stop_reason; `tool_use` / `end_turn` are derived otherwise), `streamError` ({ message, type? }:
+   * a streamed answer sends the blocks, then this error instead of its end, as the APIs do when
+   * they fail mid-stream; a plain answer is that HTTP error). */
+  blocks(blocks, { usage, stopReason, streamError } = {}) {
     if (!Array.isArray(blocks)) throw new TypeError('model-server: reply.blocks takes an array')
-    return { kind: 'reply', blocks: blocks.map(block), usage, stopReason }
+    return { kind: 'reply', blocks: blocks.map(block), usage, stopReason, streamError }
   },
   text(text, options) {
     return reply.blocks([{ type: 'text', text }], options)
