@@ -5,6 +5,9 @@
 
 const { describe, test } = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
 
 const AnthropicModule = require('@anthropic-ai/sdk')
 const OpenAIModule = require('openai')
@@ -153,6 +156,18 @@ describe('Anthropic Messages', () => {
     // Without thinking there is no such requirement.
     const plain = await client.messages.create({ model: MODEL, max_tokens: 64, tools: TOOLS, messages: withoutThinking })
     assert.deepEqual(plain.content, [{ type: 'text', text: 'Two files.' }])
+  })
+
+  test("thinking display 'omitted' (as Claude Code asks): empty thinking text with a signature that goes back", async (t) => {
+    const server = await serve(t, toolLoop(reply.blocks([reply.thinking('secret plan'), reply.toolUse('Bash', { command: 'ls' })]), reply.text('ok')))
+    const client = anthropicClient(server)
+    const params = { model: MODEL, max_tokens: 64, tools: TOOLS, thinking: { type: 'enabled', budget_tokens: 1024, display: 'omitted' } }
+    const first = await client.messages.stream({ ...params, messages: [USER] }).finalMessage()
+    assert.equal(first.content[0].thinking, '')
+    assert.equal(first.content[0].signature, server.issued[0].signature)
+    const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: first.content[1].id, content: 'a' }] }
+    await client.messages.create({ ...params, messages: [USER, { role: 'assistant', content: first.content }, result] })
+    assert.deepEqual(server.invalid, [])
   })
 
   test('a thinking block with a changed signature, or a signature issued for other text, is refused', async (t) => {
@@ -309,6 +324,40 @@ describe('Anthropic Messages', () => {
         ['anthropic', '/v1/messages', 529],
       ],
     )
+    assert.deepEqual(server.invalid, [])
+  })
+})
+
+describe('the real claude binary (Claude Agent SDK)', () => {
+  test('runs a tool loop with thinking through the server with nothing refused', async (t) => {
+    const { query } = await import('@anthropic-ai/claude-agent-sdk')
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'threadline-ms-'))
+    t.after(() => fs.rmSync(home, { recursive: true, force: true }))
+    const server = await serve(t, (request) => {
+      if (!Array.isArray(request.body.tools) || request.body.tools.length === 0) return reply.text('A title')
+      if (lastIsToolResult(request)) return reply.text('It printed hi.')
+      return reply.blocks([reply.thinking('use bash'), reply.toolUse('Bash', { command: 'echo hi', description: 'Say hi' })])
+    })
+    const env = {
+      PATH: process.env.PATH,
+      HOME: home,
+      ANTHROPIC_BASE_URL: server.url,
+      ANTHROPIC_API_KEY: 'test-key',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+    }
+    const messages = []
+    for await (const m of query({ prompt: 'say hi with bash', options: { cwd: home, env, model: 'claude-sonnet-4-5', allowedTools: ['Bash'], settingSources: [] } })) {
+      messages.push(m)
+    }
+    const result = messages.at(-1)
+    assert.equal(result.type, 'result')
+    assert.equal(result.subtype, 'success')
+    assert.equal(result.result, 'It printed hi.')
+    // The tool ran and its output went back to the model.
+    const last = server.modelRequests.at(-1).body.messages.at(-1)
+    const toolResult = last.content.find((b) => b.type === 'tool_result')
+    assert.match(JSON.stringify(toolResult.content), /hi/)
     assert.deepEqual(server.invalid, [])
   })
 })

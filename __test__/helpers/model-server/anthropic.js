@@ -126,12 +126,17 @@ function toMessage(reply, body, issuer) {
   if (thinkingEnabled(body) && !['thinking', 'redacted_thinking'].includes(blocks[0] && blocks[0].type)) {
     blocks = [{ type: 'thinking', thinking: AUTO_THINKING }, ...blocks]
   }
+  const omitThinking = thinkingEnabled(body) && body.thinking.display === 'omitted'
   const content = blocks.map((b) => {
     switch (b.type) {
       case 'text':
         return { type: 'text', text: b.text }
-      case 'thinking':
-        return { type: 'thinking', thinking: b.thinking, signature: issuer.sign(b.thinking) }
+      case 'thinking': {
+        // `display: 'omitted'` (Claude Code asks for it) sends the block with empty text; the
+        // signature then goes with that empty text.
+        const thinking = omitThinking ? '' : b.thinking
+        return { type: 'thinking', thinking, signature: issuer.sign(thinking) }
+      }
       case 'redacted_thinking':
         return { type: 'redacted_thinking', data: issuer.redacted() }
       case 'tool_use':
