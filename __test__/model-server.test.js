@@ -233,7 +233,9 @@ describe('Anthropic Messages', () => {
     // The same with the streaming client.
     await assertRefused(
       server,
-      client.messages.stream({ model: MODEL, max_tokens: 64, tools: TOOLS, messages: [USER, messages[1], { role: 'user', content: 'what now?' }] }).finalMessage(),
+      client.messages
+        .stream({ model: MODEL, max_tokens: 64, tools: TOOLS, messages: [USER, messages[1], { role: 'user', content: 'what now?' }] })
+        .finalMessage(),
       `messages.1: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${a.id}, ${b.id}. ` +
         'Each `tool_use` block must have a corresponding `tool_result` block in the next message.',
     )
@@ -347,9 +349,8 @@ describe('the real claude binary (Claude Agent SDK)', () => {
       DISABLE_AUTOUPDATER: '1',
     }
     const messages = []
-    for await (const m of query({ prompt: 'say hi with bash', options: { cwd: home, env, model: 'claude-sonnet-4-5', allowedTools: ['Bash'], settingSources: [] } })) {
-      messages.push(m)
-    }
+    const options = { cwd: home, env, model: 'claude-sonnet-4-5', allowedTools: ['Bash'], settingSources: [] }
+    for await (const m of query({ prompt: 'say hi with bash', options })) messages.push(m)
     const result = messages.at(-1)
     assert.equal(result.type, 'result')
     assert.equal(result.subtype, 'success')

@@ -96,7 +96,8 @@ function toResponse(reply, body, issuer) {
   })
   const inputTokens = reply.usage?.input_tokens ?? estimateTokens(body)
   const outputTokens = reply.usage?.output_tokens ?? estimateTokens(items)
-  const reasoningTokens = items.some((i) => i.type === 'reasoning') ? Math.min(outputTokens, estimateTokens(items.filter((i) => i.type === 'reasoning'))) : 0
+  const reasoningItems = items.filter((i) => i.type === 'reasoning')
+  const reasoningTokens = reasoningItems.length ? Math.min(outputTokens, estimateTokens(reasoningItems)) : 0
   return {
     id: `resp_${hex(24)}`,
     object: 'response',
