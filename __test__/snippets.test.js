@@ -116,7 +116,13 @@ test('every ts/js code block of README.md and docs/*.md compiles (strict, exactO
         moduleResolution: 'node16',
         moduleDetection: 'force',
         types: ['node'],
-        paths: { threadline: [path.join(root, 'index.d.ts')], 'threadline/promise': [path.join(root, 'promise.d.ts')] },
+        // The frameworks' declarations (the Claude Agent SDK's) need the DOM lib's fetch types.
+        lib: ['ES2022', 'DOM'],
+        paths: {
+          threadline: [path.join(root, 'index.d.ts')],
+          'threadline/promise': [path.join(root, 'promise.d.ts')],
+          'threadline/claude-agent-sdk': [path.join(root, 'adapters', 'claude-agent-sdk', 'index.d.ts')],
+        },
       },
       files,
     }, null, 2))
