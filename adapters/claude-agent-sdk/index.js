@@ -176,12 +176,34 @@ class ThreadlineSessionStore {
   async #summary(key) {
     const id = summaryKey(key)
     if (this.#summaries.has(id)) return this.#summaries.get(id)
-    const sidecar = await this.#core('sidecar', key)
+    const sidecar = await this.#sidecar(key.sessionId)
     const summary = sidecar && sidecar.summary
       ? { sessionId: key.sessionId, mtime: sidecar.mtime, data: sidecar.summary }
       : undefined
     this.#summaries.set(id, summary)
     return summary
+  }
+
+  /**
+   * What this adapter keeps in a session's metadata (`claudeAgentSdk`), read through the public
+   * API of either store; undefined for a session not stored yet.
+   * @param {string} sessionId
+   * @returns {Promise<{ mtime?: number, summary?: Record<string, unknown> } | undefined>}
+   */
+  async #sidecar(sessionId) {
+    let session
+    try {
+      session = await this.#store.openSession(sessionId)
+    } catch (e) {
+      if (/** @type {any} */ (e)?.code === 'NOT_FOUND') return undefined
+      throw e
+    }
+    try {
+      const info = typeof session.info === 'function' ? await session.info() : session.info
+      return info.metadata?.claudeAgentSdk
+    } finally {
+      await session.close()
+    }
   }
 
   /**
