@@ -492,3 +492,67 @@ fn bad_keys_and_entries_are_refused_with_the_field_and_nothing_stored() {
         .unwrap()
         .is_empty());
 }
+
+#[test]
+fn a_rewind_across_batches_is_the_importers_rewind_and_load_leaves_it_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |uuid: &str, parent: Option<&str>, role: &str, text: &str, t: u32| {
+        let content = if role == "user" {
+            json!(text)
+        } else {
+            json!([{"type": "text", "text": text}])
+        };
+        json!({"parentUuid": parent, "type": role, "uuid": uuid, "sessionId": "rw",
+            "timestamp": format!("2026-11-27T18:40:{t:02}.000Z"), "cwd": "/tmp/rw",
+            "message": {"role": role, "content": content}})
+        .to_string()
+    };
+    let lines = vec![
+        line("u1", None, "user", "one", 1),
+        line("a1", Some("u1"), "assistant", "ok one", 2),
+        line("u2", Some("a1"), "user", "two", 3),
+        line("a2", Some("u2"), "assistant", "ok two", 4),
+        // the user went back to after the first answer
+        line("u3", Some("a1"), "user", "two again", 5),
+        line("a3", Some("u3"), "assistant", "ok again", 6),
+    ];
+    let file = dir.path().join("rw.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let imported = store(dir.path(), "imported.db");
+    import(
+        &imported,
+        Format::ClaudeCode,
+        &file,
+        &ImportOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let a = imported.open_session("rw", None).unwrap();
+    let ea: Vec<Value> = a
+        .envelopes(0, None)
+        .unwrap()
+        .iter()
+        .map(comparable)
+        .collect();
+    assert!(
+        ea.iter().any(|r| r["type"] == "rewind"),
+        "the import rewinds"
+    );
+    let k = sdk_key("rw", None);
+    for size in [1, 4] {
+        let s = store(dir.path(), &format!("mirrored-{size}.db"));
+        for batch in lines.chunks(size) {
+            mirror::append(&s, &k, &array(batch), None).unwrap();
+        }
+        let b = s.open_session("rw", None).unwrap();
+        let eb: Vec<Value> = b
+            .envelopes(0, None)
+            .unwrap()
+            .iter()
+            .map(comparable)
+            .collect();
+        assert_eq!(ea, eb, "batches of {size}");
+        assert_eq!(a.messages().unwrap(), b.messages().unwrap());
+        assert_eq!(mirror::load(&s, &k).unwrap().unwrap(), array(&lines));
+    }
+}

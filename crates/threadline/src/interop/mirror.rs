@@ -17,7 +17,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::interop::export::claude_code::{as_imported, STRING_CONTENT};
-use crate::interop::import::claude_code::{first_model, first_str, link, spawn_of, title, Place};
+use crate::interop::import::claude_code::{
+    first_model, first_str, link, spawn_of, title, with_rewinds_after, Before, Place,
+};
 use crate::interop::import::{date_undated, ended, mark_filled, token_patch, Line};
 use crate::model::envelope::{Draft, REWIND};
 use crate::model::options::{SessionOptions, SessionUpdate};
@@ -376,7 +378,7 @@ fn write(
             &(i as u64).to_le_bytes(),
         ])
     };
-    let mut drafts: Vec<(usize, Draft)> = Vec::with_capacity(entries.len());
+    let mut lines: Vec<Line> = Vec::with_capacity(entries.len());
     let mut refused: Vec<(usize, String)> = Vec::new();
     for (i, e) in entries.into_iter().enumerate() {
         let mut r = match e {
@@ -398,7 +400,26 @@ fn write(
         if string_content {
             r.insert(STRING_CONTENT.into(), Value::Bool(true));
         }
-        match Draft::from_envelope(r) {
+        lines.push(Line {
+            line: Some(i as u64),
+            record: r,
+        });
+    }
+    // the importer's rewinds, where a prompt points back past messages (stored before or not)
+    let mut stored = Stored {
+        conn: w.conn,
+        num: w.num(),
+        offset: base as usize,
+        failed: None,
+    };
+    let lines = with_rewinds_after(session, lines, &mut stored);
+    if let Some(e) = stored.failed {
+        return Err(e);
+    }
+    let mut drafts: Vec<(usize, Draft)> = Vec::with_capacity(lines.len());
+    for l in lines {
+        let i = l.line.unwrap_or_default() as usize;
+        match Draft::from_envelope(l.record) {
             Ok(mut d) => {
                 d.tokens = token_patch(&d);
                 drafts.push((i, d));
@@ -460,6 +481,62 @@ fn write(
         }
     }
     Ok(())
+}
+
+/// The session's records stored before a batch, for the importer's rewinds.
+struct Stored<'a> {
+    conn: &'a crate::storage::db::Db,
+    num: i64,
+    offset: usize,
+    failed: Option<Error>,
+}
+
+impl Stored<'_> {
+    fn ok<T>(&mut self, r: Result<Option<T>>) -> Option<T> {
+        r.unwrap_or_else(|e| {
+            self.failed.get_or_insert(e);
+            None
+        })
+    }
+}
+
+impl Before for Stored<'_> {
+    fn offset(&self) -> usize {
+        self.offset
+    }
+
+    fn position(&mut self, uuid: &str) -> Option<usize> {
+        let r = crate::storage::records::find_uuid(self.conn, self.num, uuid);
+        self.ok(r).map(|s| s as usize)
+    }
+
+    fn last_message(&mut self) -> Option<usize> {
+        let user = crate::storage::records::latest_of_role(self.conn, self.num, "user");
+        let user = self.ok(user);
+        let assistant = crate::storage::records::latest_of_role(self.conn, self.num, "assistant");
+        let assistant = self.ok(assistant);
+        user.max(assistant).map(|s| s as usize)
+    }
+
+    fn last_own(&mut self) -> Option<String> {
+        // the last few records: a uuid derived for an entry without one is not its own, nor is
+        // a rewind's
+        let mut seq = self.offset.checked_sub(1)?;
+        for _ in 0..64 {
+            let r = crate::storage::records::record(self.conn, self.num, seq as u64);
+            let r = self.ok(r)?;
+            let own = r.get("type").and_then(Value::as_str) != Some(REWIND)
+                && !r
+                    .get("importedWithout")
+                    .and_then(Value::as_array)
+                    .is_some_and(|k| k.iter().any(|k| k == "uuid"));
+            if own {
+                return r.get("uuid").and_then(Value::as_str).map(str::to_string);
+            }
+            seq = seq.checked_sub(1)?;
+        }
+        None
+    }
 }
 
 /// Keeps an entry the store refused as an event holding it whole: its id derived from its own

@@ -347,11 +347,53 @@ pub(crate) fn title<L: Borrow<Line>>(records: &[L]) -> Option<String> {
 /// were written after the record it points to (they are the branch left). There the import
 /// writes a Threadline rewind first, so the session's branches are Claude Code's.
 pub(crate) fn with_rewinds(session: &str, records: Vec<Line>) -> Vec<Line> {
+    with_rewinds_after(session, records, &mut NothingBefore)
+}
+
+/// What was stored before the records `with_rewinds_after` reads (a mirror's earlier batches),
+/// asked only where a prompt may point back past them. Positions are the log's seqs; the records
+/// read come after `offset`.
+pub(crate) trait Before {
+    fn offset(&self) -> usize;
+    /// where record `uuid` is, if it was stored before
+    fn position(&mut self, uuid: &str) -> Option<usize>;
+    /// where the last message stored before is
+    fn last_message(&mut self) -> Option<usize>;
+    /// the last record stored before that has a uuid of its own
+    fn last_own(&mut self) -> Option<String>;
+}
+
+struct NothingBefore;
+
+impl Before for NothingBefore {
+    fn offset(&self) -> usize {
+        0
+    }
+    fn position(&mut self, _: &str) -> Option<usize> {
+        None
+    }
+    fn last_message(&mut self) -> Option<usize> {
+        None
+    }
+    fn last_own(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// `with_rewinds` of records that continue what `before` holds.
+pub(crate) fn with_rewinds_after(
+    session: &str,
+    records: Vec<Line>,
+    before: &mut dyn Before,
+) -> Vec<Line> {
+    let offset = before.offset();
     let mut at: HashMap<String, usize> = HashMap::new();
     let mut last_message: Option<usize> = None;
     let mut prev: Option<String> = None;
+    let mut asked_prev = false;
     let mut out = Vec::with_capacity(records.len());
     for (i, l) in records.into_iter().enumerate() {
+        let i = offset + i;
         let r = &l.record;
         let own_uuid = r
             .get("uuid")
@@ -359,15 +401,21 @@ pub(crate) fn with_rewinds(session: &str, records: Vec<Line>) -> Vec<Line> {
             .filter(|_| !filled(r, "uuid"))
             .map(str::to_string);
         let parent = r.get("parentUuid").and_then(Value::as_str);
-        if let (Some(parent), Some(before), Some(uuid)) = (parent, &prev, &own_uuid) {
-            let left = at
-                .get(parent)
-                .is_some_and(|p| last_message.is_some_and(|m| m > *p));
-            if parent != before && left && is_prompt(r) {
-                out.push(Line {
-                    line: l.line,
-                    record: rewind_record(session, parent, uuid, r.get("timestamp")),
-                });
+        if prev.is_none() && !asked_prev && parent.is_some() && own_uuid.is_some() {
+            asked_prev = true;
+            prev = before.last_own();
+        }
+        if let (Some(parent), Some(before_it), Some(uuid)) = (parent, &prev, &own_uuid) {
+            // the cheap tests first: the rest may ask `before`
+            if parent != before_it && is_prompt(r) {
+                let p = at.get(parent).copied().or_else(|| before.position(parent));
+                let m = last_message.or_else(|| before.last_message());
+                if p.is_some_and(|p| m.is_some_and(|m| m > p)) {
+                    out.push(Line {
+                        line: l.line,
+                        record: rewind_record(session, parent, uuid, r.get("timestamp")),
+                    });
+                }
             }
         }
         if let Some(u) = own_uuid {
