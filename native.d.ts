@@ -113,6 +113,24 @@ export declare class NativeSession {
 export declare class NativeStore {
   /** Finds the files of an import; nothing is written until the first step. */
   beginImport(format: string, path: string, optionsJson?: string | undefined | null): NativeImporter
+  /**
+   * Appends the SDK's entries (a JSON array) to the session the key names, with the sidecar
+   * merged into its `metadata.claudeAgentSdk`, in one transaction; the report as JSON.
+   */
+  claudeCodeAppend(keyJson: string, entriesJson: string, sidecarJson?: string | undefined | null): string
+  /** The entries of the session the key names as one JSON array text, or null. */
+  claudeCodeLoad(keyJson: string): string | null
+  /** `[{ sessionId, mtime, summary? }]` of the main sessions of a project key, as JSON. */
+  claudeCodeSessions(projectKey: string): string
+  /** The subpaths of a session's subagents, as JSON. */
+  claudeCodeSubkeys(sessionId: string): string
+  /** Deletes the session the key names (a main key: with its subagents); missing: nothing. */
+  claudeCodeDelete(keyJson: string): void
+  claudeCodeAppendAsync(keyJson: string, entriesJson: string, sidecarJson?: string | undefined | null): Promise<string>
+  claudeCodeLoadAsync(keyJson: string): Promise<string | null>
+  claudeCodeSessionsAsync(projectKey: string): Promise<string>
+  claudeCodeSubkeysAsync(sessionId: string): Promise<string>
+  claudeCodeDeleteAsync(keyJson: string): Promise<void>
   createSessionAsync(optionsJson?: string | undefined | null): Promise<NativeSession>
   listSessionsAsync(filterJson?: string | undefined | null): Promise<string>
   importSnapshotAsync(json: string): Promise<NativeSession>

@@ -11,6 +11,8 @@ mod error;
 mod interop;
 #[macro_use]
 mod job;
+// after `job`: it uses its macro
+mod claude_code;
 mod promise;
 mod recovery;
 mod session;

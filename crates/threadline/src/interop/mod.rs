@@ -3,6 +3,7 @@
 
 pub mod export;
 pub(crate) mod import;
+pub mod mirror;
 
 pub use export::{export, export_with, ExportFormat, ExportOptions};
 pub use import::{import, Format, ImportOptions, ImportReport, Importer, Progress, SkippedLine};

@@ -502,7 +502,7 @@ impl Writer<'_> {
 
     /// A restored or imported record: a `rewind` record (one a store exported, or one an importer
     /// made where its source's tree branches) rewinds; any other is inserted.
-    fn insert_or_rewind(&mut self, d: Draft) -> Result<()> {
+    pub(crate) fn insert_or_rewind(&mut self, d: Draft) -> Result<()> {
         if d.record_type() == crate::model::envelope::REWIND {
             let to = d
                 .env

@@ -370,3 +370,52 @@ pub(crate) fn model(conn: &Db, num: i64) -> Result<Option<String>> {
     )?
     .ok_or_else(|| no_row(num))
 }
+
+/// A session as a listing of mirrored sessions needs it: id, project, metadata (JSON text) and
+/// when its row was last written (ms).
+pub(crate) struct Listed {
+    pub id: String,
+    pub project: Option<String>,
+    pub metadata: Option<String>,
+    pub updated_ms: i64,
+}
+
+/// Every session whose id has no `/` (a main session, not a subagent's or a sidechain's), or
+/// with `under` every session whose id begins with it; in one query (a store may hold many).
+pub(crate) fn listed(conn: &Db, under: Option<&str>) -> Result<Vec<Listed>> {
+    let row = |r: &crate::storage::db::Row<'_>| {
+        Ok(Listed {
+            id: r.get(0)?,
+            project: r.get(1)?,
+            metadata: r.get(2)?,
+            updated_ms: r.get(3)?,
+        })
+    };
+    match under {
+        None => conn.rows(
+            "SELECT id, project, metadata, updated_ms FROM sessions WHERE id NOT LIKE '%/%' ORDER BY num",
+            &[],
+            row,
+        ),
+        Some(prefix) => conn.rows(
+            "SELECT id, project, metadata, updated_ms FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY num",
+            &args![prefix],
+            row,
+        ),
+    }
+}
+
+/// Sets the project and provider of session `num` (in the caller's write transaction): a
+/// mirrored session learns them from a later batch than its first.
+pub(crate) fn set_project_provider(
+    conn: &Db,
+    num: i64,
+    project: Option<&str>,
+    provider: Option<&str>,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE sessions SET project = ?1, provider = ?2 WHERE num = ?3",
+        &args![project, provider, num],
+    )?;
+    Ok(())
+}

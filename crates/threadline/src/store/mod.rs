@@ -3,6 +3,7 @@
 pub(crate) mod fork;
 pub(crate) mod maintenance;
 pub(crate) mod snapshot;
+pub(crate) mod upsert;
 pub(crate) mod verify;
 
 use std::path::PathBuf;

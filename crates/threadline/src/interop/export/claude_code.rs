@@ -45,7 +45,7 @@ fn imported_from<'a>(t: &Transcript<'a>) -> Option<&'a str> {
 
 /// The record without what the store added: `seq`, and (for a Claude Code file given back as it
 /// was) the keys named in `importedWithout`.
-fn as_imported(mut r: Map<String, Value>, strip_filled: bool) -> Map<String, Value> {
+pub(crate) fn as_imported(mut r: Map<String, Value>, strip_filled: bool) -> Map<String, Value> {
     r.shift_remove("seq");
     if let Some(Value::Array(keys)) = r.shift_remove("importedWithout") {
         for k in keys
@@ -56,8 +56,25 @@ fn as_imported(mut r: Map<String, Value>, strip_filled: bool) -> Map<String, Val
             r.shift_remove(k);
         }
     }
+    // A message whose content was a string (a mirror marks it; the store keeps one text block).
+    if strip_filled && r.shift_remove(STRING_CONTENT).is_some() {
+        if let Some(Value::Object(m)) = r.get_mut("message") {
+            let text = m
+                .get("content")
+                .and_then(|c| c.get(0))
+                .and_then(|b| b.get("text"))
+                .cloned();
+            if let Some(text) = text {
+                m.insert("content".into(), text);
+            }
+        }
+    }
     r
 }
+
+/// Set on a record whose message content was a string, by the Claude Agent SDK's mirror
+/// (`interop/mirror.rs`): the store keeps it as one text block, the export gives the string back.
+pub(crate) const STRING_CONTENT: &str = "importedStringContent";
 
 /// What Claude Code always writes and a record from elsewhere may lack or write otherwise (its
 /// readers require it: claude-code-log skips a line without `version`, ccusage one whose time has

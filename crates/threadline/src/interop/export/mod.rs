@@ -1,7 +1,7 @@
 //! Export: a session written out as Claude Code JSONL, Markdown, one self-contained HTML page, or
 //! the snapshot.
 
-mod claude_code;
+pub(crate) mod claude_code;
 mod html;
 mod markdown;
 

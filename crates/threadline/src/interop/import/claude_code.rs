@@ -9,6 +9,7 @@
 //! Older files keep subagent conversations inline, marked `isSidechain`: each such chain becomes
 //! a session `<session>/sidechain-<n>` the same way.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -118,21 +119,9 @@ impl Reader {
         }
     }
 
-    /// Remembers which tool call spawned which agent: the Task/Agent tool's result names the
-    /// agent (`toolUseResult.agentId`), and so do the progress records the agent sends while it
-    /// runs (`data.agentId` beside `parentToolUseID`), which are there even if the result is not.
+    /// Remembers which tool call spawned which agent (`spawn_of`).
     fn note_spawn(&mut self, session: &str, r: &Map<String, Value>) {
-        let from_result = r
-            .get("toolUseResult")
-            .and_then(|t| t.get("agentId"))
-            .and_then(Value::as_str)
-            .zip(result_call_id(r));
-        let from_progress = r
-            .get("data")
-            .and_then(|d| d.get("agentId"))
-            .and_then(Value::as_str)
-            .zip(r.get("parentToolUseID").and_then(Value::as_str));
-        if let Some((agent, call)) = from_result.or(from_progress) {
+        if let Some((agent, call)) = spawn_of(r) {
             self.spawned_by
                 .entry((session.to_string(), agent.to_string()))
                 .or_insert_with(|| call.to_string());
@@ -145,36 +134,65 @@ impl Reader {
             .spawned_by
             .get(&(parent.clone(), agent.to_string()))
             .cloned();
-        let m = meta(o);
-        m.insert("parentSessionId".into(), Value::String(parent));
-        m.insert("agentId".into(), Value::String(agent.to_string()));
-        // Claude Code runs a compaction as an agent of its own, `agent-acompact-<id>`.
-        let kind = if agent.starts_with("acompact-") {
-            "compaction"
-        } else {
-            "subagent"
-        };
-        m.insert("agentKind".into(), Value::String(kind.into()));
-        if let Some(call) = call {
-            m.insert("parentToolUseId".into(), Value::String(call));
-        }
-        if let Some(described) = agent_meta(path, &self.root) {
-            m.insert("agent".into(), described);
-        }
+        link(o, parent, agent, call, agent_meta(path, &self.root));
+    }
+}
+
+/// The agent a record says a tool call spawned, and the call: the Task/Agent tool's result names
+/// the agent (`toolUseResult.agentId`), and so do the progress records the agent sends while it
+/// runs (`data.agentId` beside `parentToolUseID`), which are there even if the result is not.
+pub(crate) fn spawn_of(r: &Map<String, Value>) -> Option<(&str, &str)> {
+    let from_result = r
+        .get("toolUseResult")
+        .and_then(|t| t.get("agentId"))
+        .and_then(Value::as_str)
+        .zip(result_call_id(r));
+    let from_progress = r
+        .get("data")
+        .and_then(|d| d.get("agentId"))
+        .and_then(Value::as_str)
+        .zip(r.get("parentToolUseID").and_then(Value::as_str));
+    from_result.or(from_progress)
+}
+
+/// Links a subagent's session to its parent session, the call that spawned it (when known) and
+/// what its `.meta.json` says (`described`).
+pub(crate) fn link(
+    o: &mut SessionOptions,
+    parent: String,
+    agent: &str,
+    call: Option<String>,
+    described: Option<Value>,
+) {
+    let m = meta(o);
+    m.insert("parentSessionId".into(), Value::String(parent));
+    m.insert("agentId".into(), Value::String(agent.to_string()));
+    // Claude Code runs a compaction as an agent of its own, `agent-acompact-<id>`.
+    let kind = if agent.starts_with("acompact-") {
+        "compaction"
+    } else {
+        "subagent"
+    };
+    m.insert("agentKind".into(), Value::String(kind.into()));
+    if let Some(call) = call {
+        m.insert("parentToolUseId".into(), Value::String(call));
+    }
+    if let Some(described) = described {
+        m.insert("agent".into(), described);
     }
 }
 
 /// Where a file sits: its session's id in the store, its parent's, and its agent id.
-struct Place {
-    id: String,
-    parent: Option<String>,
-    agent: Option<String>,
+pub(crate) struct Place {
+    pub id: String,
+    pub parent: Option<String>,
+    pub agent: Option<String>,
 }
 
 impl Place {
     /// `<dir>/<session>.jsonl` is `<session>`; `<session>/subagents/agent-<a>.jsonl` is
     /// `<session>/agent-<a>`, and one more level down `<session>/agent-<a>/agent-<b>`.
-    fn of(path: &Path) -> Place {
+    pub(crate) fn of(path: &Path) -> Place {
         let stem = path
             .file_stem()
             .and_then(|s| s.to_str())
@@ -216,7 +234,12 @@ impl Place {
 
 /// A record as stored: its own uuid, or one derived from its line; the keys a store fills in
 /// that it lacked are named in `importedWithout`.
-fn with_id(session: &str, text: &str, nth: u64, mut r: Map<String, Value>) -> Map<String, Value> {
+pub(crate) fn with_id(
+    session: &str,
+    text: &str,
+    nth: u64,
+    mut r: Map<String, Value>,
+) -> Map<String, Value> {
     mark_filled(&mut r);
     if !r.contains_key("uuid") {
         r.insert(
@@ -283,31 +306,34 @@ fn agent_meta(path: &Path, root: &Path) -> Option<Value> {
     serde_json::from_str(&text).ok()
 }
 
-fn meta(o: &mut SessionOptions) -> &mut Map<String, Value> {
+pub(crate) fn meta(o: &mut SessionOptions) -> &mut Map<String, Value> {
     o.metadata.get_or_insert_with(Map::new)
 }
 
-fn first_str(records: &[Line], key: &str) -> Option<String> {
+pub(crate) fn first_str<L: Borrow<Line>>(records: &[L], key: &str) -> Option<String> {
     records
         .iter()
-        .find_map(|l| l.record.get(key).and_then(Value::as_str))
+        .map(Borrow::borrow)
+        .find_map(|l: &Line| l.record.get(key).and_then(Value::as_str))
         .map(str::to_string)
 }
 
-fn first_model(records: &[Line]) -> Option<String> {
+pub(crate) fn first_model<L: Borrow<Line>>(records: &[L]) -> Option<String> {
     records
         .iter()
-        .filter_map(|l| l.record.get("message")?.get("model")?.as_str())
+        .map(Borrow::borrow)
+        .filter_map(|l: &Line| l.record.get("message")?.get("model")?.as_str())
         .find(|m| !m.starts_with('<'))
         .map(str::to_string)
 }
 
 /// The title Claude Code gave the session: a custom title, else its first summary.
-fn title(records: &[Line]) -> Option<String> {
+pub(crate) fn title<L: Borrow<Line>>(records: &[L]) -> Option<String> {
     let find = |ty: &str, key: &str| {
         records
             .iter()
-            .filter(|l| l.record.get("type").and_then(Value::as_str) == Some(ty))
+            .map(Borrow::borrow)
+            .filter(|l: &&Line| l.record.get("type").and_then(Value::as_str) == Some(ty))
             .find_map(|l| l.record.get(key).and_then(Value::as_str))
             .map(str::to_string)
     };
@@ -320,12 +346,54 @@ fn title(records: &[Line]) -> Option<String> {
 /// (a user message that is not a tool result, not meta, not a summary), and only when messages
 /// were written after the record it points to (they are the branch left). There the import
 /// writes a Threadline rewind first, so the session's branches are Claude Code's.
-fn with_rewinds(session: &str, records: Vec<Line>) -> Vec<Line> {
+pub(crate) fn with_rewinds(session: &str, records: Vec<Line>) -> Vec<Line> {
+    with_rewinds_after(session, records, &mut NothingBefore)
+}
+
+/// What was stored before the records `with_rewinds_after` reads (a mirror's earlier batches),
+/// asked only where a prompt may point back past them. Positions are the log's seqs; the records
+/// read come after `offset`.
+pub(crate) trait Before {
+    fn offset(&self) -> usize;
+    /// where record `uuid` is, if it was stored before
+    fn position(&mut self, uuid: &str) -> Option<usize>;
+    /// where the last message stored before is
+    fn last_message(&mut self) -> Option<usize>;
+    /// the last record stored before that has a uuid of its own
+    fn last_own(&mut self) -> Option<String>;
+}
+
+struct NothingBefore;
+
+impl Before for NothingBefore {
+    fn offset(&self) -> usize {
+        0
+    }
+    fn position(&mut self, _: &str) -> Option<usize> {
+        None
+    }
+    fn last_message(&mut self) -> Option<usize> {
+        None
+    }
+    fn last_own(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// `with_rewinds` of records that continue what `before` holds.
+pub(crate) fn with_rewinds_after(
+    session: &str,
+    records: Vec<Line>,
+    before: &mut dyn Before,
+) -> Vec<Line> {
+    let offset = before.offset();
     let mut at: HashMap<String, usize> = HashMap::new();
     let mut last_message: Option<usize> = None;
     let mut prev: Option<String> = None;
+    let mut asked_prev = false;
     let mut out = Vec::with_capacity(records.len());
     for (i, l) in records.into_iter().enumerate() {
+        let i = offset + i;
         let r = &l.record;
         let own_uuid = r
             .get("uuid")
@@ -333,15 +401,21 @@ fn with_rewinds(session: &str, records: Vec<Line>) -> Vec<Line> {
             .filter(|_| !filled(r, "uuid"))
             .map(str::to_string);
         let parent = r.get("parentUuid").and_then(Value::as_str);
-        if let (Some(parent), Some(before), Some(uuid)) = (parent, &prev, &own_uuid) {
-            let left = at
-                .get(parent)
-                .is_some_and(|p| last_message.is_some_and(|m| m > *p));
-            if parent != before && left && is_prompt(r) {
-                out.push(Line {
-                    line: l.line,
-                    record: rewind_record(session, parent, uuid, r.get("timestamp")),
-                });
+        if prev.is_none() && !asked_prev && parent.is_some() && own_uuid.is_some() {
+            asked_prev = true;
+            prev = before.last_own();
+        }
+        if let (Some(parent), Some(before_it), Some(uuid)) = (parent, &prev, &own_uuid) {
+            // the cheap tests first: the rest may ask `before`
+            if parent != before_it && is_prompt(r) {
+                let p = at.get(parent).copied().or_else(|| before.position(parent));
+                let m = last_message.or_else(|| before.last_message());
+                if p.is_some_and(|p| m.is_some_and(|m| m > p)) {
+                    out.push(Line {
+                        line: l.line,
+                        record: rewind_record(session, parent, uuid, r.get("timestamp")),
+                    });
+                }
             }
         }
         if let Some(u) = own_uuid {

@@ -3,7 +3,7 @@
 //! them. Records keep their own ids (or an id derived from the line that holds them), so a second
 //! import of a grown file adds only what is new.
 
-mod claude_code;
+pub(crate) mod claude_code;
 mod codex;
 mod files;
 mod fspec;
@@ -484,7 +484,7 @@ fn deleted(store: &Store, incoming: &Incoming, report: &mut ImportReport) -> Res
 /// How an imported session ended, as far as its records tell: `interrupted` when its last
 /// response asked for tools that nothing answered (the agent was stopped while they ran), else
 /// `completed` (the source holds a conversation that is over; none says more).
-fn ended(drafts: &[(usize, Draft)]) -> crate::model::options::Status {
+pub(crate) fn ended(drafts: &[(usize, Draft)]) -> crate::model::options::Status {
     use crate::model::options::Status;
     let mut pending = 0usize;
     for (_, d) in drafts {
@@ -589,7 +589,7 @@ pub(crate) fn display(path: &Path) -> String {
 }
 
 /// A `token_state` record (Threadline's own, or one an importer made) sets the token tracker.
-fn token_patch(d: &Draft) -> Option<crate::model::state::TokenPatch> {
+pub(crate) fn token_patch(d: &Draft) -> Option<crate::model::state::TokenPatch> {
     if d.record_type() != "token_state" {
         return None;
     }
@@ -600,7 +600,7 @@ fn token_patch(d: &Draft) -> Option<crate::model::state::TokenPatch> {
 /// importer made) takes the time of the dated record before it, or of the first dated one: it
 /// happened then, not at the import, and `usage` by day and `ls` count it there. Where the key
 /// was missing from a kept line, `importedWithout` already says so and an export removes it.
-fn date_undated(drafts: &mut [(usize, Draft)]) {
+pub(crate) fn date_undated(drafts: &mut [(usize, Draft)]) {
     let dated = |d: &Draft| {
         d.str_field("timestamp")
             .filter(|t| crate::model::clock::parse_ms(t).is_some())
@@ -620,7 +620,7 @@ fn date_undated(drafts: &mut [(usize, Draft)]) {
 }
 
 /// The earliest and latest timestamps of the records, in ms.
-fn span(drafts: &[(usize, Draft)]) -> Option<(i64, i64)> {
+pub(crate) fn span(drafts: &[(usize, Draft)]) -> Option<(i64, i64)> {
     let times = drafts
         .iter()
         .filter_map(|(_, d)| d.str_field("timestamp"))
