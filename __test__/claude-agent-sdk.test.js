@@ -137,26 +137,32 @@ test('a run with two tool calls is mirrored into Threadline: load gives back wha
   assert.deepEqual(calls.map((c) => c.input.command), ['echo step-1', 'echo step-2'])
   assert.equal(blocks.filter((b) => b.type === 'tool_result').length, 2)
   const issued = new Set(server.issued.map((i) => i.signature).filter(Boolean))
+  // Claude Code asks for thinking: every answer begins with a signed thinking block.
   const signed = blocks.filter((b) => b.type === 'thinking')
-  assert.equal(signed.length, 2)
+  assert.equal(signed.length, session.messages.filter((m) => m.role === 'assistant' && m.content[0].type === 'thinking').length)
+  assert.ok(signed.length >= 3)
   for (const b of signed) assert.ok(issued.has(b.signature), 'a thinking signature is stored byte for byte')
   assert.equal(session.turns.length, 1)
   session.close()
 })
 
 /**
- * The crash test: Claude Code runs a tool that does not end; once it has started the process
- * running query() and its `claude` child are SIGKILLed. A second process with a config
- * directory of its own (another host) resumes the session from the store alone.
+ * The crash test. A first run ends normally (a turn with a tool call). A second process resumes
+ * it, and Claude Code starts a tool that does not end; once it has started, that process and its
+ * `claude` child are SIGKILLed. A third process with a config directory of its own (another
+ * host) resumes the session from the store alone.
  */
 async function killAndResume(t, { store, api, flush }) {
   const p = place(t)
   const marker = path.join(p.dir, 'tool-started')
-  let phase = 'first'
+  let phase = 'warmup'
   const server = await startModelServer({
     script: ({ body }) => {
       if (!body.tools?.length) return reply.text('A long task')
-      if (phase === 'first') {
+      if (phase === 'warmup') {
+        return lastIsToolResult(body) ? reply.text('Warmed up.') : reply.toolUse('Bash', { command: 'echo warm', description: 'warm up' })
+      }
+      if (phase === 'killed') {
         if (lastIsToolResult(body)) return reply.text('The task ended.')
         return reply.blocks([reply.thinking('This runs for a while.'), reply.toolUse('Bash', { command: `echo started > ${marker} && node -e "setInterval(() => {}, 1000)"`, description: 'a long task' })])
       }
@@ -164,9 +170,18 @@ async function killAndResume(t, { store, api, flush }) {
     },
   })
   t.after(() => server.close())
-  let sessionId
-  const first = run({ store, api, flush, prompt: 'Start the long task', cwd: p.cwd }, claudeEnv(server, p.config(1)), (m, child) => {
-    if (m.type === 'system' && m.subtype === 'init') sessionId = m.session_id
+  const job = { store, api, flush, cwd: p.cwd }
+  const warm = await run({ ...job, prompt: 'Warm up' }, claudeEnv(server, p.config(1))).done
+  assert.equal(warm.code, 0, warm.stderr)
+  const sessionId = sessionOf(warm)
+  const key = { projectKey: projectKey(p.cwd), sessionId }
+  const open = async () => (api === 'promise' ? require('../promise').Store.open(store) : Store.open(store))
+  const reader = await open()
+  const afterWarmup = await new ThreadlineSessionStore(reader).load(key)
+  await reader.close()
+
+  phase = 'killed'
+  const first = run({ ...job, prompt: 'Start the long task', resume: sessionId }, claudeEnv(server, p.config(1)), (m, child) => {
     if (m.type === 'assistant' && m.message.content.some((b) => b.type === 'tool_use')) {
       const wait = setInterval(() => {
         if (fs.existsSync(marker)) {
@@ -178,33 +193,40 @@ async function killAndResume(t, { store, api, flush }) {
   })
   const killed = await first.done
   assert.equal(killed.signal, 'SIGKILL', killed.stderr)
-  assert.ok(sessionId)
   fs.rmSync(p.config(1), { recursive: true, force: true })
+  const reopened = await open()
+  const atKill = await new ThreadlineSessionStore(reopened).load(key)
+  await reopened.close()
+  // What was stored before the kill is all still there, in order.
+  assert.deepEqual(atKill.slice(0, afterWarmup.length), afterWarmup)
+  t.diagnostic(`${flush}: ${afterWarmup.length} entries after the first run, ${atKill.length} after the kill`)
 
   phase = 'resumed'
   const before = server.requests.length
-  const second = await run({ store, api, flush, prompt: 'Go on', resume: sessionId, cwd: p.cwd }, claudeEnv(server, p.config(2))).done
+  const second = await run({ ...job, prompt: 'Go on', resume: sessionId }, claudeEnv(server, p.config(2))).done
   assert.equal(second.code, 0, second.stderr)
   assert.equal(resultOf(second)?.subtype, 'success', JSON.stringify(resultOf(second)))
   assert.deepEqual(server.invalid, [], 'every request the model server received was valid')
   const resumed = server.requests.slice(before).filter((r) => r.body?.tools?.length && !isSubagent(r.body))
   assert.ok(resumed.length > 0)
-  return { sessionId, request: resumed[0].body, server, p }
+  const request = resumed[0].body
+  assert.match(JSON.stringify(request.messages), /Warm up/, 'the first run is in the resumed request')
+  return { sessionId, request, afterWarmup, atKill }
 }
 
 test('SIGKILL while a tool runs, then resume in another process from the store alone (eager flush)', async (t) => {
   const p = place(t)
-  const { request } = await killAndResume(t, { store: p.store, api: 'sync', flush: 'eager' })
+  const { request, afterWarmup, atKill } = await killAndResume(t, { store: p.store, api: 'sync', flush: 'eager' })
   // With 'eager' the prompt and the running call reached the store before the kill: the resumed
   // request holds both, and the killed call is answered.
-  const text = JSON.stringify(request.messages)
-  assert.match(text, /Start the long task/)
-  const call = request.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).find((b) => b.type === 'tool_use')
+  assert.ok(atKill.length > afterWarmup.length)
+  assert.match(JSON.stringify(request.messages), /Start the long task/)
+  const call = request.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).find((b) => b.type === 'tool_use' && b.input.description === 'a long task')
   assert.ok(call, 'the killed call is in the resumed request')
   assert.ok(toolResults(request).some((r) => r.tool_use_id === call.id), 'and it is answered')
 })
 
-test('SIGKILL with the default batched flush: the resumed run is still valid', async (t) => {
+test('SIGKILL with the default batched flush: what was flushed is kept, and the resumed run is valid', async (t) => {
   const p = place(t)
   await killAndResume(t, { store: p.store, api: 'promise', flush: 'batched' })
 })
@@ -244,8 +266,13 @@ test('a subagent (the Agent tool) is a subagent session linked to its parent and
   const subkeys = await sessions.listSubkeys(key)
   assert.equal(subkeys.length, 1)
   assert.match(subkeys[0], /^subagents\/agent-[0-9a-f]+$/)
-  assert.deepEqual(await sessions.load({ ...key, subpath: subkeys[0] }),
+  // The subagent's transcript, and its .meta.json as the SDK mirrors it: an agent_metadata entry.
+  const loaded = await sessions.load({ ...key, subpath: subkeys[0] })
+  assert.deepEqual(loaded.filter((e) => e.type !== 'agent_metadata'),
     localLines(p.config(1), p.cwd, sessionId, subkeys[0]).filter((l) => !NOT_MIRRORED.test(l.type)))
+  const metaFile = path.join(p.config(1), 'projects', projectKey(p.cwd), sessionId, `${subkeys[0]}.meta.json`)
+  // (the SDK sends it again when the file changes; the last one is the file)
+  assert.deepEqual(loaded.filter((e) => e.type === 'agent_metadata').at(-1), { type: 'agent_metadata', ...JSON.parse(fs.readFileSync(metaFile, 'utf8')) })
 
   const parent = store.openSession(sessionId)
   const call = parent.messages.flatMap((m) => m.content).find((b) => b.type === 'tool_use' && b.name === 'Agent')
@@ -257,7 +284,7 @@ test('a subagent (the Agent tool) is a subagent session linked to its parent and
   sub.close()
 })
 
-test('importSessionToStore copies a local session into the store; the CLI reads it like any session', async (t) => {
+test('the mirrored session through the CLI; importSessionToStore copies a local session into the store', async (t) => {
   const p = place(t)
   const server = await startModelServer({
     script: ({ body }) => {
@@ -267,28 +294,14 @@ test('importSessionToStore copies a local session into the store; the CLI reads 
     },
   })
   t.after(() => server.close())
-  const env = claudeEnv(server, p.config(1))
-  const r = await run({ prompt: 'How many files are there?', cwd: p.cwd }, env).done
+  const r = await run({ store: p.store, api: 'sync', prompt: 'How many files are there?', cwd: p.cwd }, claudeEnv(server, p.config(1))).done
   assert.equal(r.code, 0, r.stderr)
+  assert.deepEqual(server.invalid, [])
   const sessionId = sessionOf(r)
   const local = localLines(p.config(1), p.cwd, sessionId)
+  const mirrored = local.filter((l) => !NOT_MIRRORED.test(l.type))
 
-  // importSessionToStore reads CLAUDE_CONFIG_DIR's projects folder.
-  const { importSessionToStore } = await import('@anthropic-ai/claude-agent-sdk')
-  const store = Store.open(p.store)
-  const sessions = new ThreadlineSessionStore(store)
-  const saved = process.env.CLAUDE_CONFIG_DIR
-  process.env.CLAUDE_CONFIG_DIR = p.config(1)
-  try {
-    await importSessionToStore(sessionId, sessions, { dir: p.cwd })
-    await importSessionToStore(sessionId, sessions, { dir: p.cwd }) // a replay adds nothing
-  } finally {
-    if (saved === undefined) delete process.env.CLAUDE_CONFIG_DIR
-    else process.env.CLAUDE_CONFIG_DIR = saved
-  }
-  assert.deepEqual(await sessions.load({ projectKey: projectKey(p.cwd), sessionId }), local)
-  store.close()
-
+  // The command line on what Claude Code mirrored.
   const show = cli(['show', sessionId, '--store', p.store])
   assert.equal(show.status, 0, show.stderr)
   assert.match(show.stdout, /How many files are there\?/)
@@ -302,5 +315,28 @@ test('importSessionToStore copies a local session into the store; the CLI reads 
   assert.ok(row && row.outputTokens > 0, usage.stdout)
   const exported = cli(['export', sessionId, '--format', 'claude-code', '--store', p.store])
   assert.equal(exported.status, 0, exported.stderr)
-  assert.deepEqual(exported.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)), local, 'the export is Claude Code\'s file, line for line')
+  assert.deepEqual(exported.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)), mirrored,
+    'the export is Claude Code\'s own file, line for line, but for the api-request lines it never mirrors')
+
+  // importSessionToStore reads CLAUDE_CONFIG_DIR's projects folder, every line of the file.
+  const { importSessionToStore } = await import('@anthropic-ai/claude-agent-sdk')
+  const store = Store.open(path.join(p.dir, 'imported.db'))
+  t.after(() => store.close())
+  const sessions = new ThreadlineSessionStore(store)
+  const key = { projectKey: projectKey(p.cwd), sessionId }
+  const saved = process.env.CLAUDE_CONFIG_DIR
+  process.env.CLAUDE_CONFIG_DIR = p.config(1)
+  try {
+    await importSessionToStore(sessionId, sessions, { dir: p.cwd })
+    assert.deepEqual(await sessions.load(key), local)
+    // A replay stores no entry with a uuid twice; those without one are appended again, as the
+    // SDK's SessionStore contract asks (it cannot tell them apart).
+    await importSessionToStore(sessionId, sessions, { dir: p.cwd })
+  } finally {
+    if (saved === undefined) delete process.env.CLAUDE_CONFIG_DIR
+    else process.env.CLAUDE_CONFIG_DIR = saved
+  }
+  const again = await sessions.load(key)
+  assert.deepEqual(again.filter((e) => e.uuid), local.filter((e) => e.uuid))
+  assert.deepEqual(again.filter((e) => !e.uuid), [...local.filter((e) => !e.uuid), ...local.filter((e) => !e.uuid)])
 })
