@@ -1,7 +1,7 @@
 'use strict'
 // threadline/promise: the same classes and methods as `threadline`, every method returning a
 // Promise with its store work on the thread pool. Both APIs run one implementation of each method
-// (index.js: the steps), so this suite runs the same operations through both on the real Claude
+// (lib/steps/: the steps), so this suite runs the same operations through both on the real Claude
 // Code sessions and expects the same results and the same errors; then what only the promise API
 // promises: the event loop runs during a long call, calls on one object keep their order, and
 // many calls at once all complete.
