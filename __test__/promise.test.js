@@ -149,6 +149,24 @@ test('a closed store or session rejects with CLOSED; close waits for the calls m
   await again.close()
 })
 
+test("recallTools().handle of a promise Store takes its turn among the store's calls", async (t) => {
+  const dir = tmpDir(t)
+  const store = await promise.Store.open(path.join(dir, 's.db'))
+  const s = await store.createSession({ id: 'kept' })
+  await s.append('hello')
+  const tools = await store.recallTools()
+  const call = { name: 'session_read', input: { session_id: 'kept' } }
+  // Made before close(), a handle runs before the store closes; made after it, after.
+  const before = tools.handle(call)
+  const closing = store.close()
+  const after = tools.handle(call)
+  const read = await before
+  assert.equal(read.type, 'tool_result')
+  assert.equal(read.is_error, undefined)
+  await closing
+  await expectRejection(after, 'CLOSED')
+})
+
 test('the event loop keeps running while a long call is in flight', async (t) => {
   const dir = tmpDir(t)
   const lines = readJsonl('compacted-session.jsonl')
