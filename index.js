@@ -1,8 +1,8 @@
 // @ts-check
 'use strict'
-// The JS facade over the native module: values cross as JSON text (JSON.stringify here,
-// serde_json in Rust), bulk reads come back as one-byte JSON pages parsed here. The native side
-// owns validation, storage and state; the facade only shapes arguments and results.
+// The JS facade over the native module: values cross as JSON text (JSON.stringify in lib/json.js,
+// serde_json in Rust), bulk reads come back as one-byte JSON pages parsed in lib/pages.js. The
+// native side owns validation, storage and state; the facade only shapes arguments and results.
 //
 // This file only chooses what `threadline` exports; the facade lives in lib/, one concept per file
 // (ARCHITECTURE.md): lib/binding.js (the native module), errors.js, args.js, json.js, pages.js,
