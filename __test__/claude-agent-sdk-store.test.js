@@ -140,8 +140,11 @@ test('a mirrored session is the session `threadline import claude-code` makes of
   // An entry without a uuid is given one derived from where it came: the import counts lines
   // of the file, the mirror append calls (the SDK asks for such entries once per call). Both mark
   // the keys they filled in; without those the envelopes are the same.
+  // The mirror also marks a message whose content was a string (`importedStringContent`), so
+  // load gives the string back, not the blocks it is stored as.
   const own = (envelopes) => envelopes.map((e) => {
     const out = { ...e }
+    delete out.importedStringContent
     for (const k of e.importedWithout ?? []) delete out[k]
     return out
   })

@@ -122,7 +122,10 @@ test('packing and installing the published layout', { skip: !supported && `needs
       'cli/commands/show.js', 'cli/commands/transfer.js', 'cli/commands/usage.js',
       'cli/ids.js', 'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
       ...docs,
-      'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs', 'lib/esm-require.mjs', 'lib/load-native.js',
+      'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
+      'lib/args.js', 'lib/binding.js', 'lib/convert.js', 'lib/envelope.js', 'lib/errors.js', 'lib/esm-require.mjs',
+      'lib/json.js', 'lib/load-native.js', 'lib/pages.js', 'lib/promise.js', 'lib/run.js',
+      'lib/steps/session.js', 'lib/steps/store.js', 'lib/steps/writer.js', 'lib/symbols.js', 'lib/sync.js', 'lib/telemetry.js',
       'native.d.ts', 'native.js', 'package.json', 'promise.d.mts', 'promise.d.ts', 'promise.js', 'promise.mjs',
     ].sort())
   })

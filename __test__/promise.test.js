@@ -1,7 +1,7 @@
 'use strict'
 // threadline/promise: the same classes and methods as `threadline`, every method returning a
 // Promise with its store work on the thread pool. Both APIs run one implementation of each method
-// (index.js: the steps), so this suite runs the same operations through both on the real Claude
+// (lib/steps/: the steps), so this suite runs the same operations through both on the real Claude
 // Code sessions and expects the same results and the same errors; then what only the promise API
 // promises: the event loop runs during a long call, calls on one object keep their order, and
 // many calls at once all complete.
@@ -147,6 +147,24 @@ test('a closed store or session rejects with CLOSED; close waits for the calls m
   const listed = await again.listSessions()
   assert.equal(listed.find((i) => i.id === s.id).messageCount, 2)
   await again.close()
+})
+
+test("recallTools().handle of a promise Store takes its turn among the store's calls", async (t) => {
+  const dir = tmpDir(t)
+  const store = await promise.Store.open(path.join(dir, 's.db'))
+  const s = await store.createSession({ id: 'kept' })
+  await s.append('hello')
+  const tools = await store.recallTools()
+  const call = { name: 'session_read', input: { session_id: 'kept' } }
+  // Made before close(), a handle runs before the store closes; made after it, after.
+  const before = tools.handle(call)
+  const closing = store.close()
+  const after = tools.handle(call)
+  const read = await before
+  assert.equal(read.type, 'tool_result')
+  assert.equal(read.is_error, undefined)
+  await closing
+  await expectRejection(after, 'CLOSED')
 })
 
 test('the event loop keeps running while a long call is in flight', async (t) => {
