@@ -282,3 +282,39 @@ for (const [api, stream] of [['sync', false], ['promise', true]]) {
     session.close()
   })
 }
+
+eachEngine('SIGKILL mid-stream: what arrived is kept, recover() closes the stream, a new process continues with the signature intact', async (t, engine) => {
+  const { server } = await start(t, ({ body }) => {
+    if (body.messages.length === 1) return reply.blocks([reply.thinking('plan the sum'), 'Let me add.', reply.toolUse('add', { a: 1, b: 2 })])
+    return reply.blocks([reply.thinking('go on'), 'Resumed.'])
+  })
+  const dir = tmpDir(t, 'threadline-anthropic-kill-')
+  const store = engine.name === 'SQLite' ? path.join(dir, 'agent.db') : engine.store(t)
+  const job = { store, url: server.url, api: 'promise', stream: true, marker: path.join(dir, 'marker'), stall: 2 }
+  const reader = await promise.Store.open(store)
+  t.after(() => reader.close())
+  let sessionId
+  const killed = await runChild(job, async (line, child) => {
+    if (line.sessionId) sessionId = line.sessionId
+    if (!line.stalled) return
+    // Killed once the two finished blocks are persisted as stream chunks (readers never wait for the writer).
+    const session = await reader.openSession(sessionId)
+    const stops = async () => (await session.envelopes()).filter((e) => e.type === 'stream').flatMap((e) => e.stream.chunks).filter((c) => c.type === 'content_block_stop').length
+    while ((await stops()) < 2) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    child.kill('SIGKILL')
+  })
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr)
+
+  const resumed = await runChild({ ...job, stall: 0, sessionId, followUp: 'Go on' })
+  assert.equal(resumed.code, 0, resumed.stderr)
+  assert.deepEqual(resumed.lines[0], { repairs: ['close_stream'] })
+  assert.deepEqual(resumed.lines.at(-1), { done: true, text: 'Resumed.' })
+  assert.deepEqual(server.invalid, [])
+  const request = server.modelRequests.at(-1).body
+  // The thinking and text that arrived before the kill went back; the unfinished tool call did not.
+  assert.deepEqual(request.messages[1].content.map((b) => b.type), ['thinking', 'text'])
+  assert.equal(request.messages[1].content[1].text, 'Let me add.')
+  assert.equal(assertSignatures(server), 1)
+})
