@@ -318,3 +318,19 @@ eachEngine('SIGKILL mid-stream: what arrived is kept, recover() closes the strea
   assert.equal(request.messages[1].content[1].text, 'Let me add.')
   assert.equal(assertSignatures(server), 1)
 })
+
+test('without @anthropic-ai/sdk installed, importing threadline/anthropic says what to install', () => {
+  // A process where the SDK cannot be resolved, as for a user who has not installed it.
+  const code = `
+    const Module = require('node:module')
+    const resolve = Module._resolveFilename
+    Module._resolveFilename = function (request, ...rest) {
+      if (request === '@anthropic-ai/sdk') throw Object.assign(new Error('not found'), { code: 'MODULE_NOT_FOUND' })
+      return resolve.call(this, request, ...rest)
+    }
+    try { require(${JSON.stringify(path.join(__dirname, '..', 'adapters', 'anthropic'))}) } catch (err) {
+      process.stdout.write(JSON.stringify({ code: err.code, message: err.message }))
+    }`
+  const r = require('node:child_process').spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' })
+  assert.deepEqual(JSON.parse(r.stdout), { code: 'MODULE_NOT_FOUND', message: 'threadline/anthropic needs the Anthropic SDK: npm install @anthropic-ai/sdk' })
+})
