@@ -93,6 +93,38 @@ async function newMessages(session, messages, path) {
   )
 }
 
+/** The field of a delta that later deltas of the same block and type extend. */
+/** @type {Record<string, string>} */
+const GROWING = { text_delta: 'text', thinking_delta: 'thinking', input_json_delta: 'partial_json' }
+
+/**
+ * `events` with each run of text / thinking / tool-input deltas of one block as one delta: the
+ * same message once assembled, in fewer pushes (each push of a `threadline/promise` writer is a
+ * trip to the thread pool, and on a fast connection events come faster than that).
+ * @param {any[]} events
+ */
+function coalesce(events) {
+  /** @type {any[]} */
+  const out = []
+  for (const ev of events) {
+    const prev = out[out.length - 1]
+    const field = ev.type === 'content_block_delta' ? GROWING[ev.delta?.type] : undefined
+    if (
+      field !== undefined &&
+      prev?.type === 'content_block_delta' &&
+      prev.index === ev.index &&
+      prev.delta?.type === ev.delta.type &&
+      typeof prev.delta[field] === 'string' &&
+      typeof ev.delta[field] === 'string'
+    ) {
+      out[out.length - 1] = { ...prev, delta: { ...prev.delta, [field]: prev.delta[field] + ev.delta[field] } }
+    } else {
+      out.push(ev)
+    }
+  }
+  return out
+}
+
 /**
  * Streams one `MessageStream`'s events into a response writer as they arrive; the returned
  * promise settles once its final message (or its failure) is stored, with the stored envelope
@@ -116,6 +148,9 @@ function tapStream(session, stream) {
       storeError ??= err
     })
   }
+  /** Events that arrived while earlier pushes ran: pushed by one queued step. */
+  /** @type {any[]} */
+  const pending = []
   /** @type {unknown} */
   let final
   /** @type {unknown} */
@@ -133,8 +168,12 @@ function tapStream(session, stream) {
     }
     // A copy taken now: the SDK builds its message out of the event's objects, and changes them
     // as later deltas arrive, before a queued push runs.
-    const chunk = structuredClone(event)
-    then(() => writer.push(chunk))
+    pending.push(structuredClone(event))
+    if (pending.length === 1) {
+      then(async () => {
+        for (const chunk of coalesce(pending.splice(0))) await writer.push(chunk)
+      })
+    }
   })
   stream.on('finalMessage', (/** @type {unknown} */ message) => {
     final = message
