@@ -203,6 +203,25 @@ eachEngine("messages the caller pushes in the loop body are recorded in the runn
   assert.deepEqual(server.invalid, [])
 })
 
+eachEngine('a reply the caller replaces in the loop body: the session continues from what was sent, the first reply kept on a branch', async (t, engine) => {
+  const { server, client } = await start(t, ({ body }) => (JSON.stringify(body.messages.at(-1)).includes('more') ? reply.text('more done') : reply.text('first')))
+  const { session } = await open(t, engine, 'promise')
+  const runner = record(session, client.beta.messages.toolRunner(runnerParams([{ role: 'user', content: 'Hi' }])))
+  for await (const message of runner) {
+    if (message.content.some((b) => b.type === 'text' && b.text === 'first')) {
+      runner.setMessagesParams((p) => ({ ...p, messages: [...p.messages, { role: 'assistant', content: 'A shorter answer.' }, { role: 'user', content: 'more' }] }))
+    }
+  }
+  const final = await runner.done()
+  const sent = server.modelRequests.at(-1).body.messages
+  assert.deepEqual(sent.map(wire), [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'A shorter answer.' }, { role: 'user', content: 'more' }].map(wire))
+  assert.deepEqual((await contextOf(session)).map(wire), [...sent, { role: 'assistant', content: final.content }].map(wire))
+  // The model's first reply is not lost: it stays in the log, on the abandoned branch.
+  assert.ok((await session.envelopes()).some((e) => e.type === 'assistant' && e.message.content.some((b) => b.text === 'first')))
+  assert.equal((await session.branches()).length, 2)
+  assert.deepEqual(server.invalid, [])
+})
+
 eachEngine('bad arguments are refused with INVALID_INPUT and the path; nothing is stored or sent', async (t, engine) => {
   const { server, client } = await start(t)
   const { session } = await open(t, engine, 'sync')
