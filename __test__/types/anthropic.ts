@@ -4,6 +4,8 @@ import Anthropic from '@anthropic-ai/sdk'
 import type { BetaToolRunner } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner'
 import type { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream'
 import type { BetaMessageStream } from '@anthropic-ai/sdk/lib/BetaMessageStream'
+import type { BetaToolRunner as EsmToolRunner } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner' with { 'resolution-mode': 'import' }
+import type { MessageStream as EsmMessageStream } from '@anthropic-ai/sdk/lib/MessageStream' with { 'resolution-mode': 'import' }
 import type { Session, Store } from 'threadline'
 import type { Session as PromiseSession } from 'threadline/promise'
 import { record } from 'threadline/anthropic'
@@ -12,6 +14,9 @@ declare const session: Session
 declare const promiseSession: PromiseSession
 declare const store: Store
 const client = new Anthropic()
+// The SDK's declarations for `import` (an ESM program): the same types come back.
+declare const esmRunner: EsmToolRunner<true>
+declare const esmStream: EsmMessageStream
 
 async function main(): Promise<void> {
   const runner = record(
@@ -48,6 +53,11 @@ async function main(): Promise<void> {
   void final
   const beta: BetaMessageStream = record(promiseSession, client.beta.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [] }))
   void beta
+
+  const esm: EsmToolRunner<true> = record(promiseSession, esmRunner)
+  const esmFinal = await record(session, esmStream).finalMessage()
+  void esm
+  void esmFinal.content
 
   // @ts-expect-error a Store is not a Session
   record(store, stream)

@@ -1,10 +1,28 @@
 // threadline/anthropic: record what @anthropic-ai/sdk's tool runner or message stream sends and
 // receives into a Threadline session, as it happens.
-import type { BetaToolRunner } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner'
-import type { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream'
-import type { BetaMessageStream } from '@anthropic-ai/sdk/lib/BetaMessageStream'
 import type { Session } from '../../index.js'
 import type { Session as PromiseSession } from '../../promise.js'
+
+// The SDK's classes are matched by shape, not imported: the SDK ships one declaration of each
+// for `require` and one for `import`, and a class with private fields from one is not assignable
+// to the other. `record` gives back the very type it was given.
+
+/** A `BetaToolRunner` (`client.beta.messages.toolRunner(params)`), streaming or not. */
+export interface ToolRunnerLike {
+  [Symbol.asyncIterator](): AsyncIterator<unknown>
+  readonly params: { readonly messages: readonly unknown[] }
+  setMessagesParams(params: never): void
+  generateToolResponse(signal?: AbortSignal | null): Promise<unknown>
+  done(): Promise<unknown>
+}
+
+/** A `MessageStream` (`client.messages.stream(params)`) or a `BetaMessageStream`. */
+export interface MessageStreamLike {
+  messages: unknown[]
+  receivedMessages: unknown[]
+  on(event: 'streamEvent', listener: (event: never, snapshot: never) => void): unknown
+  finalMessage(): Promise<unknown>
+}
 
 /**
  * Records a tool runner (`client.beta.messages.toolRunner(params)`) into `session` as it runs
@@ -17,11 +35,11 @@ import type { Session as PromiseSession } from '../../promise.js'
  * @throws `INVALID_INPUT` (with the path) for something else than a Session, a runner already
  *   recorded; iterating throws `INVALID_INPUT` if `params.messages` does not continue the session.
  */
-export declare function record<R extends BetaToolRunner<boolean>>(session: Session | PromiseSession, runner: R): R
+export declare function record<R extends ToolRunnerLike>(session: Session | PromiseSession, runner: R): R
 /**
  * Records a message stream (`client.messages.stream(params)` or `client.beta.messages.stream(params)`)
  * and gives back the same stream: its request's new messages, then its reply event by event
  * through `session.beginResponse()`. `finalMessage()`, `finalText()` and `done()` resolve once
  * the reply is stored (and reject if storing it failed).
  */
-export declare function record<S extends MessageStream<any> | BetaMessageStream<any>>(session: Session | PromiseSession, stream: S): S
+export declare function record<S extends MessageStreamLike>(session: Session | PromiseSession, stream: S): S
