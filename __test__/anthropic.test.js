@@ -185,6 +185,17 @@ eachEngine('a stream that fails mid-way keeps what a model may see again, and th
   assertSignatures(server)
 })
 
+eachEngine('a streamed runner whose reply fails mid-stream throws the SDK error once the error record is stored (threadline/promise)', async (t, engine) => {
+  const { server, client } = await start(t, [reply.blocks([reply.thinking('half'), 'Partial'], { streamError: { message: 'Overloaded', type: 'overloaded_error' } })])
+  const { session } = await open(t, engine, 'promise')
+  const runner = record(session, client.beta.messages.toolRunner(runnerParams([{ role: 'user', content: 'Hi' }], { stream: true })))
+  await assert.rejects(runner.runUntilDone(), /Overloaded/)
+  const last = (await session.envelopes()).at(-1)
+  assert.equal(last.type, 'error')
+  assert.match(JSON.stringify(last), /Overloaded/)
+  assert.deepEqual(server.invalid, [])
+})
+
 eachEngine("messages the caller pushes in the loop body are recorded in the runner's order", async (t, engine) => {
   const { server, client } = await start(t, ({ body }) => (JSON.stringify(body.messages.at(-1)).includes('more') ? reply.text('more done') : reply.text('first')))
   const { session } = await open(t, engine, 'sync')

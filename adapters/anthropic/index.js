@@ -230,7 +230,14 @@ function recordStream(session, stream) {
       configurable: true,
       writable: true,
       value: async () => {
-        const value = await original()
+        let value
+        try {
+          value = await original()
+        } catch (err) {
+          // The stream's own error, once its error record is stored (or storing it failed).
+          await stored.catch(() => {})
+          throw err
+        }
         await stored
         return value
       },
@@ -323,7 +330,13 @@ function recordRunner(session, runner) {
           const stored = tapStream(session, item)
           stored.catch(() => {})
           yield item
-          const reply = await item.finalMessage()
+          let reply
+          try {
+            reply = await item.finalMessage()
+          } catch (err) {
+            await stored.catch(() => {})
+            throw err
+          }
           const envelope = await stored
           mirror.push({ message: historyShape(reply), uuid: envelope?.uuid })
           await runTools(reply)
