@@ -364,3 +364,9 @@ test('without @anthropic-ai/sdk installed, importing threadline/anthropic says w
   const r = require('node:child_process').spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' })
   assert.deepEqual(JSON.parse(r.stdout), { code: 'MODULE_NOT_FOUND', message: 'threadline/anthropic needs the Anthropic SDK: npm install @anthropic-ai/sdk' })
 })
+
+test('the ESM entry point (threadline/anthropic for `import`) is the same module', async () => {
+  const esm = await import('../adapters/anthropic/index.mjs')
+  assert.equal(esm.record, record)
+  assert.equal(esm.default.record, record)
+})
