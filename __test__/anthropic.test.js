@@ -233,6 +233,21 @@ eachEngine('a reply the caller replaces in the loop body: the session continues 
   assert.deepEqual(server.invalid, [])
 })
 
+eachEngine('a history the caller replaces entirely cannot be mirrored: INVALID_INPUT, the session keeps what it had', async (t, engine) => {
+  const { client } = await start(t, () => reply.text('an answer'))
+  const { session } = await open(t, engine, 'sync')
+  const runner = record(session, client.beta.messages.toolRunner(runnerParams([{ role: 'user', content: 'Hi' }])))
+  const seen = []
+  await assert.rejects(async () => {
+    for await (const message of runner) {
+      seen.push(message)
+      if (seen.length === 1) runner.setMessagesParams((p) => ({ ...p, messages: [{ role: 'user', content: 'Another question' }] }))
+    }
+  }, { code: 'INVALID_INPUT', message: /record: runner\.params\.messages: the history was rewritten/ })
+  assert.equal(seen.length, 1)
+  assert.deepEqual(session.buildContext({ target: 'anthropic' }).messages.map(wire), [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: seen[0].content }].map(wire))
+})
+
 eachEngine('bad arguments are refused with INVALID_INPUT and the path; nothing is stored or sent', async (t, engine) => {
   const { server, client } = await start(t)
   const { session } = await open(t, engine, 'sync')
