@@ -111,19 +111,25 @@ test('packing and installing the published layout', { skip: !supported && `needs
   })
 
   await t.test('the tarballs hold exactly what a user needs', () => {
+    // Each adapter is a subpath export of its own folder (adapters/<name>/, CommonJS and ESM).
+    const ADAPTERS = fs.readdirSync(path.join(root, 'adapters')).sort()
+    assert.deepEqual(ADAPTERS, Object.keys(JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).exports)
+      .filter((k) => !['.', './promise', './package.json'].includes(k)).map((k) => k.slice(2)).sort())
     state.platform = pack(platformDir, tarballs)
     assert.deepEqual(state.platform.files, ['README.md', nodeFile, 'package.json'].sort())
     state.root = pack(root, tarballs)
     const docs = fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)
     assert.ok(docs.includes('docs/api.md') && docs.includes('docs/recovery.md'))
     assert.deepEqual(state.root.files, [
-      'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/threadline.js',
+      'CHANGELOG.md', 'LICENSE', 'README.md',
+      ...ADAPTERS.flatMap((a) => ['index.d.mts', 'index.d.ts', 'index.js', 'index.mjs'].map((f) => `adapters/${a}/${f}`)),
+      'bin/threadline.js',
       'cli/commands/doctor.js', 'cli/commands/ls.js', 'cli/commands/maintain.js', 'cli/commands/rm.js', 'cli/commands/search.js',
       'cli/commands/show.js', 'cli/commands/transfer.js', 'cli/commands/usage.js',
       'cli/ids.js', 'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
       ...docs,
       'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
-      'lib/args.js', 'lib/binding.js', 'lib/convert.js', 'lib/envelope.js', 'lib/errors.js', 'lib/esm-require.mjs',
+      'lib/args.js', 'lib/binding.js', 'lib/claude-code.js', 'lib/convert.js', 'lib/envelope.js', 'lib/errors.js', 'lib/esm-require.mjs',
       'lib/json.js', 'lib/load-native.js', 'lib/pages.js', 'lib/promise.js', 'lib/run.js',
       'lib/steps/session.js', 'lib/steps/store.js', 'lib/steps/writer.js', 'lib/symbols.js', 'lib/sync.js', 'lib/telemetry.js',
       'native.d.ts', 'native.js', 'package.json', 'promise.d.mts', 'promise.d.ts', 'promise.js', 'promise.mjs',

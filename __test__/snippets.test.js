@@ -122,6 +122,7 @@ test('every ts/js code block of README.md and docs/*.md compiles (strict, exactO
           threadline: [path.join(root, 'index.d.ts')],
           'threadline/promise': [path.join(root, 'promise.d.ts')],
           'threadline/claude-agent-sdk': [path.join(root, 'adapters', 'claude-agent-sdk', 'index.d.ts')],
+          'threadline/anthropic': [path.join(root, 'adapters', 'anthropic', 'index.d.ts')],
         },
       },
       files,
