@@ -1,0 +1,374 @@
+'use strict'
+// threadline/openai-agents: a Threadline session as the OpenAI Agents SDK's `Session`
+// (`run(agent, input, { session })`). Each item the SDK adds is one record, in one transaction per
+// `addItems`: the item exactly as given (providerData included) under the envelope field
+// `openaiAgentsItem`, beside a neutral message converted from it, so Threadline's messages, turns,
+// search and export work on the session. Order is the log's seq, never a timestamp.
+// `popItem` rewinds the session (one record, durable); `clearSession` deletes it and starts it
+// again under the same id. `getItems` repairs what a killed run left (see #history).
+
+// The SDK is an optional peer: without it this adapter has nothing to serve, so say so at once.
+try {
+  require.resolve('@openai/agents')
+} catch {
+  const err = /** @type {Error & { code: string }} */ (new Error(
+    'threadline/openai-agents needs the OpenAI Agents SDK: npm install @openai/agents',
+  ))
+  err.code = 'MODULE_NOT_FOUND'
+  throw err
+}
+
+const { randomUUID } = require('node:crypto')
+const { fromOpenAIResponses } = require('../..')
+
+/** The envelope field holding the SDK item as given. */
+const ITEM = 'openaiAgentsItem'
+/** The event recording items left out of `getItems` (an orphan no repair can answer). */
+const DROPPED = 'openai-agents.dropped'
+
+/**
+ * @typedef {{ type?: string, [k: string]: unknown }} Item
+ * @typedef {{ uuid: string, parentUuid: string | null, seq: number, type: string,
+ *   message?: { role: string, content: any[] }, name?: string, data?: any,
+ *   [k: string]: unknown }} Envelope
+ */
+
+/**
+ * @param {string} code
+ * @param {string} message
+ */
+function fail(code, message) {
+  const err = /** @type {Error & { code: string }} */ (new Error(message))
+  err.code = code
+  return err
+}
+
+/** @param {unknown} v */
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+/**
+ * A tool output as text for the neutral tool_result (the exact output stays in the item).
+ * @param {unknown} output
+ * @returns {string}
+ */
+function outputText(output) {
+  if (typeof output === 'string') return output
+  if (isObject(output) && output.type === 'text' && typeof output.text === 'string') return output.text
+  if (Array.isArray(output) && output.every((p) => isObject(p) && p.type === 'text')) {
+    return output.map((p) => p.text).join('')
+  }
+  return JSON.stringify(output) ?? ''
+}
+
+/**
+ * The neutral message for one SDK item, or `undefined` when it has none (then the record is
+ * stored without a message, out of `messages`).
+ * The SDK's items are its own protocol (camelCase `callId`, `function_call_result`, reasoning
+ * `content`), so the tool items are mapped here and the rest goes through fromOpenAIResponses.
+ * @param {Item} item
+ */
+function toMessage(item) {
+  if (item.type === 'function_call' && typeof item.callId === 'string' && typeof item.name === 'string') {
+    /** @type {Record<string, unknown>} */
+    const wire = { type: 'function_call', call_id: item.callId, name: item.name, arguments: item.arguments }
+    if (typeof item.id === 'string') wire.id = item.id
+    try {
+      return fromOpenAIResponses([/** @type {any} */ (wire)]).messages[0]
+    } catch {
+      // arguments that are not a JSON object: keep the call, its input as given
+      return { role: 'assistant', content: [{ type: 'tool_use', id: item.callId, name: item.name, input: {} }] }
+    }
+  }
+  if (item.type === 'function_call_result' && typeof item.callId === 'string') {
+    /** @type {Record<string, unknown>} */
+    const block = { type: 'tool_result', tool_use_id: item.callId, content: outputText(item.output) }
+    if (item.status === 'incomplete') block.is_error = true
+    return { role: 'user', content: [block] }
+  }
+  if (item.type === 'reasoning') {
+    const parts = Array.isArray(item.content) ? item.content : []
+    /** @type {Record<string, unknown>} */
+    const wire = {
+      type: 'reasoning',
+      id: typeof item.id === 'string' ? item.id : '',
+      summary: parts.filter((p) => isObject(p) && typeof p.text === 'string').map((p) => ({ type: 'summary_text', text: p.text })),
+    }
+    const pd = isObject(item.providerData) ? item.providerData : {}
+    if (typeof pd.encryptedContent === 'string') wire.encrypted_content = pd.encryptedContent
+    if (typeof pd.encrypted_content === 'string') wire.encrypted_content = pd.encrypted_content
+    return fromOpenAIResponses([/** @type {any} */ (wire)]).messages[0]
+  }
+  const converted = fromOpenAIResponses([/** @type {any} */ (item)])
+  if (converted.messages.length > 0) return converted.messages[0]
+  // a lone system / developer message comes back as the result's `system`
+  if (converted.system !== undefined) return { role: 'system', content: converted.system }
+  return undefined
+}
+
+/**
+ * Checks an item the SDK gives: an object that JSON keeps (the record stores it as JSON).
+ * @param {string} what
+ * @param {unknown} items
+ * @returns {Item[]}
+ */
+function checkItems(what, items) {
+  if (!Array.isArray(items)) throw fail('INVALID_INPUT', `${what}: items: expected an array of items`)
+  items.forEach((item, i) => {
+    if (!isObject(item)) throw fail('INVALID_INPUT', `${what}: items[${i}]: expected an object (an AgentInputItem)`)
+    if (item.type !== undefined && typeof item.type !== 'string') {
+      throw fail('INVALID_INPUT', `${what}: items[${i}].type: expected a string`)
+    }
+  })
+  return items
+}
+
+/**
+ * The items of the current branch, each with the record holding it, in seq order.
+ * Records written by recover() (answers to calls a killed run left) have no SDK item: their
+ * tool_results become `function_call_result` items.
+ * @param {Envelope[]} envelopes
+ * @param {string | undefined} leaf
+ * @returns {Array<{ item: Item, env: Envelope }>}
+ */
+function branchItems(envelopes, leaf) {
+  const byUuid = new Map(envelopes.map((e) => [e.uuid, e]))
+  /** @type {Set<string>} */
+  const onBranch = new Set()
+  for (let e = leaf === undefined ? undefined : byUuid.get(leaf); e; e = e.parentUuid === null ? undefined : byUuid.get(e.parentUuid)) {
+    if (onBranch.has(e.uuid)) break
+    onBranch.add(e.uuid)
+  }
+  /** @type {Map<string, string>} call id -> tool name, for repaired results */
+  const names = new Map()
+  /** @type {Array<{ item: Item, env: Envelope }>} */
+  const out = []
+  for (const env of envelopes) {
+    if (!onBranch.has(env.uuid)) continue
+    const item = /** @type {Item | undefined} */ (env[ITEM])
+    if (isObject(item)) {
+      if (item.type === 'function_call' && typeof item.callId === 'string') names.set(item.callId, String(item.name))
+      out.push({ item, env })
+      continue
+    }
+    if (!env.message || env.includeInContext === false) continue
+    for (const block of env.message.content) {
+      if (isObject(block) && block.type === 'tool_result' && typeof block.tool_use_id === 'string') {
+        out.push({
+          item: {
+            type: 'function_call_result',
+            name: names.get(block.tool_use_id) ?? '',
+            callId: block.tool_use_id,
+            status: 'completed',
+            output: { type: 'text', text: outputText(Array.isArray(block.content) ? block.content.map((b) => b.text ?? '').join('') : block.content) },
+          },
+          env,
+        })
+      }
+    }
+  }
+  return out
+}
+
+/**
+ * Leaves out what the model API refuses: a call without its output, an output without its call
+ * (both only left by a crash or a pop), a reasoning item with no item after it.
+ * @param {Array<{ item: Item, env: Envelope }>} list
+ */
+function withoutOrphans(list) {
+  const calls = new Set()
+  const results = new Set()
+  for (const { item } of list) {
+    if (item.type === 'function_call') calls.add(item.callId)
+    if (item.type === 'function_call_result') results.add(item.callId)
+  }
+  /** @type {typeof list} */
+  const kept = []
+  /** @type {typeof list} */
+  const dropped = []
+  for (const entry of list) {
+    const { item } = entry
+    const orphan =
+      (item.type === 'function_call' && !results.has(item.callId)) ||
+      (item.type === 'function_call_result' && !calls.has(item.callId))
+    ;(orphan ? dropped : kept).push(entry)
+  }
+  // A reasoning item goes with the item it produced (a call or an assistant message, right after
+  // it): without one, the API refuses it.
+  /** @type {typeof list} */
+  const paired = []
+  for (let i = kept.length - 1; i >= 0; i -= 1) {
+    const next = paired[0]?.item
+    const produced = next !== undefined && next.type !== 'reasoning' && next.type !== 'function_call_result' &&
+      !(next.role === 'user' || next.role === 'system' || next.role === 'developer')
+    if (kept[i].item.type === 'reasoning' && !produced) dropped.push(kept[i])
+    else paired.unshift(kept[i])
+  }
+  kept.length = 0
+  kept.push(...paired)
+  return { kept, dropped }
+}
+
+class ThreadlineSession {
+  /** @type {any} */
+  #store
+  /** @type {string} */
+  #id
+  /** @type {any} the open Threadline session, once known to exist */
+  #session
+  /** Operations of this object run one at a time (the SDK may overlap a pop and a read). */
+  /** @type {Promise<unknown>} */
+  #tail = Promise.resolve()
+
+  /**
+   * @param {{ store: any, sessionId?: string | undefined }} options
+   */
+  constructor(options) {
+    if (!isObject(options)) throw fail('INVALID_INPUT', 'ThreadlineSession: options: expected { store, sessionId? }')
+    for (const name of Object.keys(options)) {
+      if (name !== 'store' && name !== 'sessionId') throw fail('INVALID_INPUT', `ThreadlineSession: options.${name}: unknown option`)
+    }
+    const { store, sessionId } = options
+    if (!isObject(store) || typeof store.openSession !== 'function' || typeof store.createSession !== 'function') {
+      throw fail('INVALID_INPUT', 'ThreadlineSession: options.store: expected a Store from threadline or threadline/promise')
+    }
+    if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId === '')) {
+      throw fail('INVALID_INPUT', 'ThreadlineSession: options.sessionId: expected a non-empty string')
+    }
+    this.#store = store
+    this.#id = sessionId ?? randomUUID()
+  }
+
+  /**
+   * @template T
+   * @param {() => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
+  #serial(fn) {
+    const run = this.#tail.then(fn)
+    this.#tail = run.catch(() => {})
+    return run
+  }
+
+  /** The Threadline session, created on first use. */
+  async #open() {
+    if (this.#session) return this.#session
+    try {
+      this.#session = await this.#store.openSession(this.#id)
+    } catch (err) {
+      if (/** @type {any} */ (err).code !== 'NOT_FOUND') throw err
+      try {
+        this.#session = await this.#store.createSession({ id: this.#id, provider: 'openai' })
+      } catch (createErr) {
+        // another process created it in between
+        if (/** @type {any} */ (createErr).code !== 'INVALID_INPUT') throw createErr
+        this.#session = await this.#store.openSession(this.#id)
+      }
+    }
+    return this.#session
+  }
+
+  /** @param {any} session */
+  async #history(session) {
+    const envelopes = /** @type {Envelope[]} */ (await session.envelopes())
+    const branches = await session.branches()
+    const current = branches.find((/** @type {any} */ b) => b.current)
+    return { envelopes, items: branchItems(envelopes, current ? current.leafUuid : envelopes.at(-1)?.uuid) }
+  }
+
+  /** @returns {Promise<string>} */
+  async getSessionId() {
+    await this.#serial(() => this.#open())
+    return this.#id
+  }
+
+  /**
+   * The most recent `limit` items (all without it), oldest first, as they were added. A run
+   * killed mid-way may have left a tool call unanswered: it is answered as `recover()` answers it
+   * (an error output saying it never ran, or that its outcome is unknown), and that repair is a
+   * record of the session. Any other orphan (a call or output whose partner is gone) is left out,
+   * and recorded once as an `openai-agents.dropped` event.
+   * @param {number} [limit]
+   */
+  async getItems(limit) {
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 0)) {
+      throw fail('INVALID_INPUT', 'getItems: limit: expected a whole number >= 0')
+    }
+    return this.#serial(async () => {
+      const session = await this.#open()
+      if ((await session.pendingRepairs()).some((/** @type {any} */ r) => r.recordUuid !== undefined)) {
+        await session.recover()
+      }
+      const { envelopes, items } = await this.#history(session)
+      const { kept, dropped } = withoutOrphans(items)
+      const recorded = new Set(
+        envelopes.filter((e) => e.type === 'event' && e.name === DROPPED).map((e) => e.data?.uuid),
+      )
+      for (const { env, item } of dropped) {
+        if (recorded.has(env.uuid)) continue
+        await session.appendEvent(DROPPED, { uuid: env.uuid, seq: env.seq, type: item.type ?? 'message', callId: item.callId })
+      }
+      let slice = limit === undefined ? kept : kept.slice(kept.length - Math.min(limit, kept.length))
+      // A cut must not part an item from the reasoning before it, nor an output from its call.
+      const start = kept.length - slice.length
+      if (start > 0 && kept[start - 1].item.type === 'reasoning') slice = slice.slice(1)
+      slice = withoutOrphans(slice).kept
+      return slice.map(({ item }) => structuredClone(item))
+    })
+  }
+
+  /**
+   * Adds the items in one transaction, each as given; returns after the commit.
+   * @param {Item[]} items
+   */
+  async addItems(items) {
+    const list = checkItems('addItems', items)
+    if (list.length === 0) return
+    return this.#serial(async () => {
+      const records = list.map((item) => {
+        const message = toMessage(item)
+        return message ? { message, [ITEM]: item } : { type: 'openai-agents-item', includeInContext: false, [ITEM]: item }
+      })
+      const session = await this.#open()
+      await session.appendMany(records)
+    })
+  }
+
+  /**
+   * Removes the latest item and returns it (durable: a rewind of the session). A reasoning item
+   * right before it goes with it: alone it could never be sent again.
+   * @returns {Promise<Item | undefined>}
+   */
+  async popItem() {
+    return this.#serial(async () => {
+      const session = await this.#open()
+      const { items } = await this.#history(session)
+      const last = items.at(-1)
+      if (!last) return undefined
+      let first = items.length - 1
+      while (first > 0 && items[first - 1].item.type === 'reasoning' && items[first - 1].env.uuid !== last.env.uuid) first -= 1
+      const back = items[first].env.parentUuid
+      if (back === null) {
+        await this.#clear()
+      } else {
+        await session.rewind(back)
+      }
+      return structuredClone(last.item)
+    })
+  }
+
+  /** Deletes every record of the session; the session id stays valid (an empty session). */
+  async clearSession() {
+    return this.#serial(() => this.#clear())
+  }
+
+  async #clear() {
+    this.#session = undefined
+    try {
+      await this.#store.deleteSession(this.#id)
+    } catch (err) {
+      if (/** @type {any} */ (err).code !== 'NOT_FOUND') throw err
+    }
+  }
+}
+
+module.exports = { ThreadlineSession }
