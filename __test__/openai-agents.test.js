@@ -304,3 +304,78 @@ test('bad arguments: INVALID_INPUT with the path, nothing stored', async (t) => 
   await assert.rejects(session.getItems(-1), code(/getItems: limit/))
   assert.deepEqual(await session.getItems(), [])
 })
+
+test('history transactions: append_items and replace_suffix are atomic and applied once per operationId', async (t) => {
+  for (const [engine, at] of engines(t)) {
+    const store = Store.open(at('tx'))
+    t.after(() => store.close())
+    const id = `tx-${engine}`
+    const session = new ThreadlineSession({ store, sessionId: id })
+    const say = (content) => ({ type: 'message', role: 'user', content })
+    await session.applyHistoryTransaction({ operationId: 'op-1', transaction: { type: 'append_items', items: [say('a'), say('b')] } })
+    await session.applyHistoryTransaction({ operationId: 'op-1', transaction: { type: 'append_items', items: [say('a'), say('b')] } })
+    const count = store.openSession(id).envelopes().length
+    await assert.rejects(
+      session.applyHistoryTransaction({ operationId: 'op-1', transaction: { type: 'append_items', items: [say('c')] } }),
+      (err) => err.code === 'INVALID_INPUT' && /args\.operationId: 'op-1' was applied with another transaction/.test(err.message),
+    )
+    await assert.rejects(
+      session.applyHistoryTransaction({ operationId: 'op-2', transaction: { type: 'replace_suffix', expectedSuffix: [say('a')], replacement: [] } }),
+      (err) => err.code === 'INVALID_INPUT' && /expectedSuffix: does not match/.test(err.message),
+    )
+    assert.equal(store.openSession(id).envelopes().length, count, 'a refused transaction writes nothing')
+
+    const replace = { operationId: 'op-3', transaction: { type: 'replace_suffix', expectedSuffix: [say('b')], replacement: [say('B'), say('C')] } }
+    await session.applyHistoryTransaction(replace)
+    await session.applyHistoryTransaction(replace)
+    const reopened = new ThreadlineSession({ store: Store.open(at('tx')), sessionId: id })
+    assert.deepEqual(await reopened.getItems(), [say('a'), say('B'), say('C')])
+    assert.deepEqual(store.openSession(id).messages.map((m) => m.content[0].text), ['a', 'B', 'C'])
+    // the whole history, the first item included
+    await reopened.applyHistoryTransaction({ operationId: 'op-4', transaction: { type: 'replace_suffix', expectedSuffix: [say('a'), say('B'), say('C')], replacement: [say('z')] } })
+    assert.deepEqual(await session.getItems(), [say('z')])
+  }
+})
+
+test('replace_suffix interrupted after its rewind: the retry finishes it', async (t) => {
+  for (const [engine, at] of engines(t)) {
+    const store = Store.open(at('txcrash'))
+    t.after(() => store.close())
+    const id = `txc-${engine}`
+    const say = (content) => ({ type: 'message', role: 'user', content })
+    await new ThreadlineSession({ store, sessionId: id }).addItems([say('a'), say('b')])
+    // a store whose appendMany fails once: the process "dies" between the rewind and the append
+    let failNext = true
+    const flaky = new Proxy(store, {
+      get(target, name) {
+        if (name !== 'openSession') return Reflect.get(target, name).bind(target)
+        return (...args) => {
+          const real = target.openSession(...args)
+          return new Proxy(real, {
+            get(s, n) {
+              const v = Reflect.get(s, n)
+              if (n === 'appendMany') {
+                return (records) => {
+                  if (failNext) {
+                    failNext = false
+                    throw Object.assign(new Error('killed'), { code: 'STORE_IO' })
+                  }
+                  return s.appendMany(records)
+                }
+              }
+              return typeof v === 'function' ? v.bind(s) : v
+            },
+          })
+        }
+      },
+    })
+    const replace = { operationId: 'op-r', transaction: { type: 'replace_suffix', expectedSuffix: [say('b')], replacement: [say('B')] } }
+    await assert.rejects(new ThreadlineSession({ store: flaky, sessionId: id }).applyHistoryTransaction(replace), /killed/)
+    const retry = new ThreadlineSession({ store, sessionId: id })
+    assert.deepEqual(await retry.getItems(), [say('a')])
+    await retry.applyHistoryTransaction(replace)
+    assert.deepEqual(await retry.getItems(), [say('a'), say('B')])
+    await retry.applyHistoryTransaction(replace)
+    assert.deepEqual(await retry.getItems(), [say('a'), say('B')])
+  }
+})

@@ -18,13 +18,19 @@ try {
   throw err
 }
 
-const { randomUUID } = require('node:crypto')
+const { createHash, randomUUID } = require('node:crypto')
 const { fromOpenAIResponses } = require('../..')
 
 /** The envelope field holding the SDK item as given. */
 const ITEM = 'openaiAgentsItem'
 /** The event recording items left out of `getItems` (an orphan no repair can answer). */
 const DROPPED = 'openai-agents.dropped'
+/** The first record of a session this adapter creates: what a pop of the first item rewinds to. */
+const ROOT = 'openai-agents.session'
+/** The record of an applied history transaction (its uuid is derived from the operation id). */
+const APPLIED = 'openai-agents.transaction'
+/** The record written before a replace_suffix rewinds: a retry after a crash finishes from it. */
+const REPLACING = 'openai-agents.replacing'
 
 /**
  * @typedef {{ type?: string, [k: string]: unknown }} Item
@@ -106,17 +112,69 @@ function toMessage(item) {
 }
 
 /**
- * Checks an item the SDK gives: an object that JSON keeps (the record stores it as JSON).
- * @param {string} what
+ * JSON with object keys sorted: the same value gives the same text whatever its key order.
+ * @param {unknown} value
+ * @returns {string}
+ */
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonical(v))).join(',')}]`
+  if (isObject(value)) {
+    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort()
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}
+
+/** @param {string} text */
+const sha256 = (text) => createHash('sha256').update(text).digest('hex')
+
+/**
+ * The records for some items: the item as given, beside its neutral message.
+ * @param {Item[]} items
+ */
+function itemRecords(items) {
+  return items.map((item) => {
+    const message = toMessage(item)
+    return message ? { message, [ITEM]: item } : { type: 'openai-agents-item', includeInContext: false, [ITEM]: item }
+  })
+}
+
+/**
+ * @param {unknown} args
+ * @returns {{ operationId: string, transaction: { type: 'append_items', items: Item[] } | { type: 'replace_suffix', expectedSuffix: Item[], replacement: Item[] } }}
+ */
+function checkTransaction(args) {
+  const what = 'applyHistoryTransaction'
+  if (!isObject(args)) throw fail('INVALID_INPUT', `${what}: args: expected { operationId, transaction }`)
+  if (typeof args.operationId !== 'string' || args.operationId.trim() === '') {
+    throw fail('INVALID_INPUT', `${what}: args.operationId: expected a non-empty string`)
+  }
+  const tx = args.transaction
+  if (!isObject(tx)) throw fail('INVALID_INPUT', `${what}: args.transaction: expected an object`)
+  if (tx.type === 'append_items') {
+    checkItems(`${what}: args.transaction.items`, tx.items)
+  } else if (tx.type === 'replace_suffix') {
+    checkItems(`${what}: args.transaction.expectedSuffix`, tx.expectedSuffix)
+    checkItems(`${what}: args.transaction.replacement`, tx.replacement)
+  } else {
+    throw fail('INVALID_INPUT', `${what}: args.transaction.type: expected 'append_items' or 'replace_suffix'`)
+  }
+  // A snapshot: the caller may change its arrays once this returns.
+  return { operationId: args.operationId, transaction: structuredClone(/** @type {any} */ (tx)) }
+}
+
+/**
+ * Checks the items the SDK gives: objects (each is stored as JSON).
+ * @param {string} at the call and the path of the array, e.g. `addItems: items`
  * @param {unknown} items
  * @returns {Item[]}
  */
-function checkItems(what, items) {
-  if (!Array.isArray(items)) throw fail('INVALID_INPUT', `${what}: items: expected an array of items`)
+function checkItems(at, items) {
+  if (!Array.isArray(items)) throw fail('INVALID_INPUT', `${at}: expected an array of items`)
   items.forEach((item, i) => {
-    if (!isObject(item)) throw fail('INVALID_INPUT', `${what}: items[${i}]: expected an object (an AgentInputItem)`)
+    if (!isObject(item)) throw fail('INVALID_INPUT', `${at}[${i}]: expected an object (an AgentInputItem)`)
     if (item.type !== undefined && typeof item.type !== 'string') {
-      throw fail('INVALID_INPUT', `${what}: items[${i}].type: expected a string`)
+      throw fail('INVALID_INPUT', `${at}[${i}].type: expected a string`)
     }
   })
   return items
@@ -257,7 +315,11 @@ class ThreadlineSession {
     } catch (err) {
       if (/** @type {any} */ (err).code !== 'NOT_FOUND') throw err
       try {
-        this.#session = await this.#store.createSession({ id: this.#id, provider: 'openai' })
+        const created = await this.#store.createSession({ id: this.#id, provider: 'openai' })
+        // the root a pop of the first item rewinds to (a crash before it: a session without one,
+        // whose first item a pop removes by clearing)
+        await created.appendEvent(ROOT, null)
+        this.#session = created
       } catch (createErr) {
         // another process created it in between
         if (/** @type {any} */ (createErr).code !== 'INVALID_INPUT') throw createErr
@@ -272,7 +334,8 @@ class ThreadlineSession {
     const envelopes = /** @type {Envelope[]} */ (await session.envelopes())
     const branches = await session.branches()
     const current = branches.find((/** @type {any} */ b) => b.current)
-    return { envelopes, items: branchItems(envelopes, current ? current.leafUuid : envelopes.at(-1)?.uuid) }
+    const leaf = current ? current.leafUuid : envelopes.at(-1)?.uuid
+    return { envelopes, leaf, items: branchItems(envelopes, leaf) }
   }
 
   /** @returns {Promise<string>} */
@@ -321,15 +384,11 @@ class ThreadlineSession {
    * @param {Item[]} items
    */
   async addItems(items) {
-    const list = checkItems('addItems', items)
+    const list = checkItems('addItems: items', items)
     if (list.length === 0) return
     return this.#serial(async () => {
-      const records = list.map((item) => {
-        const message = toMessage(item)
-        return message ? { message, [ITEM]: item } : { type: 'openai-agents-item', includeInContext: false, [ITEM]: item }
-      })
       const session = await this.#open()
-      await session.appendMany(records)
+      await session.appendMany(itemRecords(list))
     })
   }
 
@@ -353,6 +412,60 @@ class ThreadlineSession {
         await session.rewind(back)
       }
       return structuredClone(last.item)
+    })
+  }
+
+  /**
+   * The SDK's history transactions: atomic and idempotent by `operationId`. `append_items` is one
+   * transaction with the record of the operation. `replace_suffix` records its intent, rewinds,
+   * then appends the replacement with the record of the operation: a retry after a crash between
+   * those steps finishes the operation rather than failing on the suffix already gone.
+   * @param {unknown} args
+   */
+  async applyHistoryTransaction(args) {
+    const { operationId, transaction } = checkTransaction(args)
+    const digest = sha256(canonical(transaction))
+    const id = sha256(operationId).slice(0, 32)
+    const applied = { type: 'event', name: APPLIED, includeInContext: false, uuid: `openai-agents-op-${id}`, data: { operationId, digest } }
+    const intentUuid = `openai-agents-replacing-${id}`
+    return this.#serial(async () => {
+      const session = await this.#open()
+      const { envelopes, items, leaf } = await this.#history(session)
+      const find = (/** @type {string} */ uuid) => envelopes.find((e) => e.uuid === uuid)
+      const same = (/** @type {Envelope | undefined} */ e) => {
+        if (e && e.data?.digest !== digest) {
+          throw fail('INVALID_INPUT', `applyHistoryTransaction: args.operationId: '${operationId}' was applied with another transaction`)
+        }
+        return e !== undefined
+      }
+      if (same(find(applied.uuid))) return
+      const commit = async (/** @type {Item[]} */ list) => {
+        try {
+          await session.appendMany([applied, ...itemRecords(list)])
+        } catch (err) {
+          // another process applied it first: the uuid is taken
+          const now = (await session.envelopes({ fromSeq: envelopes.length })).find((/** @type {Envelope} */ e) => e.uuid === applied.uuid)
+          if (!same(now)) throw err
+        }
+      }
+      if (transaction.type === 'append_items') return commit(transaction.items)
+      const { expectedSuffix, replacement } = transaction
+      const intent = find(intentUuid)
+      same(intent)
+      if (intent && leaf === intent.data.base) return commit(replacement) // rewound, not yet appended
+      const start = items.length - expectedSuffix.length
+      if (start < 0 || canonical(items.slice(start).map((e) => e.item)) !== canonical(expectedSuffix)) {
+        throw fail('INVALID_INPUT', 'applyHistoryTransaction: args.transaction.expectedSuffix: does not match the end of the session history')
+      }
+      if (expectedSuffix.length > 0) {
+        const base = items[start].env.parentUuid
+        if (base === null) {
+          throw fail('INVALID_INPUT', 'applyHistoryTransaction: args.transaction.expectedSuffix: cannot replace the first record of a session this adapter did not create')
+        }
+        if (!intent) await session.appendEvent(REPLACING, { operationId, digest, base }, { uuid: intentUuid, includeInContext: false })
+        await session.rewind(base)
+      }
+      return commit(replacement)
     })
   }
 
