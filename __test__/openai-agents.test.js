@@ -379,3 +379,19 @@ test('replace_suffix interrupted after its rewind: the retry finishes it', async
     assert.deepEqual(await retry.getItems(), [say('a'), say('B')])
   }
 })
+
+test('without @openai/agents installed: MODULE_NOT_FOUND naming the npm command', async () => {
+  // a child where resolving the SDK fails, as it does when it is not installed
+  const hide = "const M = require('module'); const r = M._resolveFilename; M._resolveFilename = function (req, ...a) { if (req === '@openai/agents') throw Object.assign(new Error('nope'), { code: 'MODULE_NOT_FOUND' }); return r.call(this, req, ...a) };"
+  const code = `${hide} try { require(${JSON.stringify(path.join(__dirname, '..', 'adapters', 'openai-agents'))}) } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`
+  const out = await new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let text = ''
+    proc.stdout.on('data', (d) => (text += d))
+    proc.on('error', reject)
+    proc.on('exit', () => resolve(text))
+  })
+  const err = JSON.parse(out)
+  assert.equal(err.code, 'MODULE_NOT_FOUND')
+  assert.match(err.message, /npm install @openai\/agents/)
+})
