@@ -49,7 +49,10 @@ function fail(code, message) {
   return err
 }
 
-/** @param {unknown} v */
+/**
+ * @param {unknown} v
+ * @returns {v is Record<string, any>}
+ */
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 /**
@@ -202,7 +205,7 @@ function branchItems(envelopes, leaf) {
   const out = []
   for (const env of envelopes) {
     if (!onBranch.has(env.uuid)) continue
-    const item = /** @type {Item | undefined} */ (env[ITEM])
+    const item = env[ITEM]
     if (isObject(item)) {
       if (item.type === 'function_call' && typeof item.callId === 'string') names.set(item.callId, String(item.name))
       out.push({ item, env })
@@ -217,7 +220,7 @@ function branchItems(envelopes, leaf) {
             name: names.get(block.tool_use_id) ?? '',
             callId: block.tool_use_id,
             status: 'completed',
-            output: { type: 'text', text: outputText(Array.isArray(block.content) ? block.content.map((b) => b.text ?? '').join('') : block.content) },
+            output: { type: 'text', text: outputText(Array.isArray(block.content) ? block.content.map((/** @type {any} */ b) => b.text ?? '').join('') : block.content) },
           },
           env,
         })
@@ -254,12 +257,12 @@ function withoutOrphans(list) {
   // it): without one, the API refuses it.
   /** @type {typeof list} */
   const paired = []
-  for (let i = kept.length - 1; i >= 0; i -= 1) {
+  for (const entry of [...kept].reverse()) {
     const next = paired[0]?.item
     const produced = next !== undefined && next.type !== 'reasoning' && next.type !== 'function_call_result' &&
       !(next.role === 'user' || next.role === 'system' || next.role === 'developer')
-    if (kept[i].item.type === 'reasoning' && !produced) dropped.push(kept[i])
-    else paired.unshift(kept[i])
+    if (entry.item.type === 'reasoning' && !produced) dropped.push(entry)
+    else paired.unshift(entry)
   }
   kept.length = 0
   kept.push(...paired)
@@ -373,7 +376,7 @@ class ThreadlineSession {
       let slice = limit === undefined ? kept : kept.slice(kept.length - Math.min(limit, kept.length))
       // A cut must not part an item from the reasoning before it, nor an output from its call.
       const start = kept.length - slice.length
-      if (start > 0 && kept[start - 1].item.type === 'reasoning') slice = slice.slice(1)
+      if (start > 0 && kept[start - 1]?.item.type === 'reasoning') slice = slice.slice(1)
       slice = withoutOrphans(slice).kept
       return slice.map(({ item }) => structuredClone(item))
     })
@@ -403,9 +406,14 @@ class ThreadlineSession {
       const { items } = await this.#history(session)
       const last = items.at(-1)
       if (!last) return undefined
-      let first = items.length - 1
-      while (first > 0 && items[first - 1].item.type === 'reasoning' && items[first - 1].env.uuid !== last.env.uuid) first -= 1
-      const back = items[first].env.parentUuid
+      let from = last
+      // the reasoning that produced the item goes with it
+      for (let i = items.length - 2; last.item.type !== 'reasoning' && i >= 0; i -= 1) {
+        const before = /** @type {(typeof items)[number]} */ (items[i])
+        if (before.item.type !== 'reasoning') break
+        from = before
+      }
+      const back = from.env.parentUuid
       if (back === null) {
         await this.#clear()
       } else {
@@ -458,7 +466,7 @@ class ThreadlineSession {
         throw fail('INVALID_INPUT', 'applyHistoryTransaction: args.transaction.expectedSuffix: does not match the end of the session history')
       }
       if (expectedSuffix.length > 0) {
-        const base = items[start].env.parentUuid
+        const base = /** @type {(typeof items)[number]} */ (items[start]).env.parentUuid
         if (base === null) {
           throw fail('INVALID_INPUT', 'applyHistoryTransaction: args.transaction.expectedSuffix: cannot replace the first record of a session this adapter did not create')
         }
