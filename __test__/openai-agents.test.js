@@ -395,3 +395,29 @@ test('without @openai/agents installed: MODULE_NOT_FOUND naming the npm command'
   assert.equal(err.code, 'MODULE_NOT_FOUND')
   assert.match(err.message, /npm install @openai\/agents/)
 })
+
+test('another process can continue the conversation while this one is alive (each call releases the session)', async (t) => {
+  for (const [engine, at] of engines(t)) {
+    const location = at('shared')
+    const store = Store.open(location)
+    t.after(() => store.close())
+    const id = `shared-${engine}`
+    const here = new ThreadlineSession({ store, sessionId: id })
+    await here.addItems([{ type: 'message', role: 'user', content: 'from here' }])
+    const adapter = path.join(__dirname, '..', 'adapters', 'openai-agents')
+    const code = `const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))}); const { ThreadlineSession } = require(${JSON.stringify(adapter)});
+      const s = new ThreadlineSession({ store: Store.open(${JSON.stringify(location)}), sessionId: ${JSON.stringify(id)} });
+      s.addItems([{ type: 'message', role: 'user', content: 'from there' }]).then(() => process.exit(0), (e) => { console.error(e.code, e.message); process.exit(1) })`
+    const result = await new Promise((resolve, reject) => {
+      const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'inherit', 'pipe'] })
+      let err = ''
+      proc.stderr.on('data', (d) => (err += d))
+      proc.on('error', reject)
+      proc.on('exit', (status) => resolve({ status, err }))
+    })
+    assert.equal(result.status, 0, result.err)
+    assert.deepEqual((await here.getItems()).map((i) => i.content), ['from here', 'from there'])
+    await here.addItems([{ type: 'message', role: 'user', content: 'here again' }])
+    assert.equal((await here.getItems()).length, 3)
+  }
+})

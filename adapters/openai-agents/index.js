@@ -274,8 +274,6 @@ class ThreadlineSession {
   #store
   /** @type {string} */
   #id
-  /** @type {any} the open Threadline session, once known to exist */
-  #session
   /** Operations of this object run one at a time (the SDK may overlap a pop and a read). */
   /** @type {Promise<unknown>} */
   #tail = Promise.resolve()
@@ -310,26 +308,47 @@ class ThreadlineSession {
     return run
   }
 
-  /** The Threadline session, created on first use. */
+  /**
+   * Runs `fn` with the Threadline session (created on first use), one operation at a time, and
+   * closes it after: a session is owned by the process writing it until it is closed, and another
+   * process (another worker serving the same conversation) must be able to write it between runs.
+   * @template T
+   * @param {(session: any) => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
+  #use(fn) {
+    return this.#serial(async () => {
+      const session = await this.#open()
+      try {
+        return await fn(session)
+      } finally {
+        try {
+          await session.close()
+        } catch {
+          // closing a session deleted meanwhile (clearSession) has nothing to release
+        }
+      }
+    })
+  }
+
   async #open() {
-    if (this.#session) return this.#session
     try {
-      this.#session = await this.#store.openSession(this.#id)
+      return await this.#store.openSession(this.#id)
     } catch (err) {
       if (/** @type {any} */ (err).code !== 'NOT_FOUND') throw err
-      try {
-        const created = await this.#store.createSession({ id: this.#id, provider: 'openai' })
-        // the root a pop of the first item rewinds to (a crash before it: a session without one,
-        // whose first item a pop removes by clearing)
-        await created.appendEvent(ROOT, null)
-        this.#session = created
-      } catch (createErr) {
-        // another process created it in between
-        if (/** @type {any} */ (createErr).code !== 'INVALID_INPUT') throw createErr
-        this.#session = await this.#store.openSession(this.#id)
-      }
     }
-    return this.#session
+    let created
+    try {
+      created = await this.#store.createSession({ id: this.#id, provider: 'openai' })
+    } catch (err) {
+      // another process created it in between
+      if (/** @type {any} */ (err).code !== 'INVALID_INPUT') throw err
+      return this.#store.openSession(this.#id)
+    }
+    // the root a pop of the first item rewinds to (a crash before it: a session without one,
+    // whose first item a pop removes by clearing)
+    await created.appendEvent(ROOT, null)
+    return created
   }
 
   /** @param {any} session */
@@ -343,7 +362,7 @@ class ThreadlineSession {
 
   /** @returns {Promise<string>} */
   async getSessionId() {
-    await this.#serial(() => this.#open())
+    await this.#use(async () => {})
     return this.#id
   }
 
@@ -359,8 +378,7 @@ class ThreadlineSession {
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 0)) {
       throw fail('INVALID_INPUT', 'getItems: limit: expected a whole number >= 0')
     }
-    return this.#serial(async () => {
-      const session = await this.#open()
+    return this.#use(async (session) => {
       if ((await session.pendingRepairs()).some((/** @type {any} */ r) => r.recordUuid !== undefined)) {
         await session.recover()
       }
@@ -389,8 +407,7 @@ class ThreadlineSession {
   async addItems(items) {
     const list = checkItems('addItems: items', items)
     if (list.length === 0) return
-    return this.#serial(async () => {
-      const session = await this.#open()
+    return this.#use(async (session) => {
       await session.appendMany(itemRecords(list))
     })
   }
@@ -401,8 +418,7 @@ class ThreadlineSession {
    * @returns {Promise<Item | undefined>}
    */
   async popItem() {
-    return this.#serial(async () => {
-      const session = await this.#open()
+    return this.#use(async (session) => {
       const { items } = await this.#history(session)
       const last = items.at(-1)
       if (!last) return undefined
@@ -436,8 +452,7 @@ class ThreadlineSession {
     const id = sha256(operationId).slice(0, 32)
     const applied = { type: 'event', name: APPLIED, includeInContext: false, uuid: `openai-agents-op-${id}`, data: { operationId, digest } }
     const intentUuid = `openai-agents-replacing-${id}`
-    return this.#serial(async () => {
-      const session = await this.#open()
+    return this.#use(async (session) => {
       const { envelopes, items, leaf } = await this.#history(session)
       const find = (/** @type {string} */ uuid) => envelopes.find((e) => e.uuid === uuid)
       const same = (/** @type {Envelope | undefined} */ e) => {
@@ -483,7 +498,6 @@ class ThreadlineSession {
   }
 
   async #clear() {
-    this.#session = undefined
     try {
       await this.#store.deleteSession(this.#id)
     } catch (err) {
