@@ -81,9 +81,9 @@ function assertReasoningAsIssued(server) {
 /** A ThreadlineSession that also keeps what the SDK gave it. */
 class Recording extends ThreadlineSession {
   added = []
-  async addItems(items) {
+  async addItems(items, ...rest) {
     this.added.push(...structuredClone(items))
-    return super.addItems(items)
+    return super.addItems(items, ...rest)
   }
 }
 
@@ -142,6 +142,16 @@ test('a multi-step run with a tool and reasoning: items kept as given, in order,
     assert.equal(stored.messages[0].content[0].text, 'hello there')
     assert.ok(stored.messages.some((m) => m.content.some((b) => b.type === 'tool_use' && b.name === 'lookup')))
     assert.ok(stored.messages.some((m) => m.content.some((b) => b.type === 'openai_reasoning')))
+    // the usage of each model request is on the response it produced
+    const usage = [...first.rawResponses, ...second.rawResponses].map((r) => r.usage)
+    const sum = (k) => usage.reduce((n, u) => n + u[k], 0)
+    assert.equal(usage.length, 4)
+    assert.equal(stored.tokenTracker.cumulativeOutputTokens, sum('outputTokens'))
+    assert.equal(stored.tokenTracker.cumulativeInputTokens, sum('inputTokens'))
+    assert.deepEqual(stored.turns.map((turn) => turn.usage.output_tokens), [
+      usage[0].outputTokens + usage[1].outputTokens,
+      usage[2].outputTokens + usage[3].outputTokens,
+    ])
     const hits = store.search('hello', { sessionId: `run-${engine}` }).hits
     assert.equal(hits.length, 1)
     assert.match(stored.export('markdown'), /found x/)

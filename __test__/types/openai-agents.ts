@@ -4,6 +4,7 @@ import {
   Agent,
   run,
   type AgentInputItem,
+  type RunContextAwareSession,
   type Session,
   type SessionHistoryTransactionAwareSession,
 } from '@openai/agents'
@@ -17,6 +18,8 @@ export async function check(): Promise<void> {
     store: await PromiseStore.open(':memory:'),
     sessionId: 'chat-1',
   })
+  const aware: RunContextAwareSession<{ userId: string }> = new ThreadlineSession({ store: Store.open(':memory:') })
+  void aware
   const agent = new Agent({ name: 'helper', instructions: 'Be brief.' })
   const result = await run(agent, 'hello', { session })
   const items: AgentInputItem[] = await transactional.getItems(10)

@@ -1,6 +1,8 @@
 // threadline/openai-agents: a Threadline session as the OpenAI Agents SDK's `Session`.
 import type {
   AgentInputItem,
+  RunContext,
+  RunContextAwareSession,
   SessionHistoryTransactionArgs,
   SessionHistoryTransactionAwareSession,
 } from '@openai/agents'
@@ -23,8 +25,13 @@ export interface ThreadlineSessionOptions {
  * Each item is kept as given (providerData included), in the order added, beside a neutral
  * message, so the session's messages, turns, search and export work on it.
  */
-export declare class ThreadlineSession implements SessionHistoryTransactionAwareSession {
+export declare class ThreadlineSession implements SessionHistoryTransactionAwareSession, RunContextAwareSession<any> {
   constructor(options: ThreadlineSessionOptions)
+  /**
+   * The SDK passes its run context to each call: the usage of each model request goes on the
+   * stored response, so the session's turns and token counts include it.
+   */
+  readonly acceptsRunContext: true
   /** The Threadline session id (the session is created if it does not exist yet). */
   getSessionId(): Promise<string>
   /**
@@ -33,13 +40,13 @@ export declare class ThreadlineSession implements SessionHistoryTransactionAware
    * `recover()` answers it (recorded as a repair record); other orphans are left out (recorded
    * as an `openai-agents.dropped` event). A reasoning item comes only with the item it produced.
    */
-  getItems(limit?: number): Promise<AgentInputItem[]>
+  getItems(limit?: number, runContext?: RunContext<any>): Promise<AgentInputItem[]>
   /** One transaction; returns after the commit. */
-  addItems(items: AgentInputItem[]): Promise<void>
+  addItems(items: AgentInputItem[], runContext?: RunContext<any>): Promise<void>
   /** Removes the latest item, durably (a rewind); a reasoning item right before it goes too. */
-  popItem(): Promise<AgentInputItem | undefined>
+  popItem(runContext?: RunContext<any>): Promise<AgentInputItem | undefined>
   /** Deletes the session's records; the id stays usable (an empty session). */
-  clearSession(): Promise<void>
+  clearSession(runContext?: RunContext<any>): Promise<void>
   /** Atomic and idempotent by `operationId` (the SDK's history-transaction capability). */
-  applyHistoryTransaction(args: SessionHistoryTransactionArgs): Promise<void>
+  applyHistoryTransaction(args: SessionHistoryTransactionArgs, runContext?: RunContext<any>): Promise<void>
 }

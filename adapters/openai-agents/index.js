@@ -132,14 +132,59 @@ function canonical(value) {
 const sha256 = (text) => createHash('sha256').update(text).digest('hex')
 
 /**
- * The records for some items: the item as given, beside its neutral message.
+ * Whether an item is model output (a response's reasoning, message, call) rather than input.
+ * @param {Item} item
+ */
+function isOutput(item) {
+  if (item.type === 'reasoning' || item.type === 'function_call') return true
+  if (item.type === undefined || item.type === 'message') return item.role === 'assistant'
+  return typeof item.type === 'string' && item.type.endsWith('_call')
+}
+
+/**
+ * The records for some items: the item as given, beside its neutral message. `usage` (one entry
+ * per model response among the items, in order) goes on the last message of each response, so
+ * Threadline's turns and token counts see it; given only when the counts match.
+ * @param {Item[]} items
+ * @param {Array<Record<string, any>>} [usage]
+ */
+function itemRecords(items, usage) {
+  let response = -1
+  /** @type {Array<Record<string, any>>} */
+  const records = []
+  /** @type {Array<Record<string, any>>} the last record of each response */
+  const lasts = []
+  items.forEach((item, i) => {
+    const message = toMessage(item)
+    const record = message ? { message, [ITEM]: item } : { type: 'openai-agents-item', includeInContext: false, [ITEM]: item }
+    records.push(record)
+    if (!isOutput(item)) return
+    const previous = items[i - 1]
+    if (previous === undefined || !isOutput(previous)) response += 1
+    if (message && message.role === 'assistant') lasts[response] = record
+  })
+  if (usage && usage.length === response + 1) {
+    usage.forEach((u, n) => {
+      const record = lasts[n]
+      if (!record) return
+      const input = Number(u.inputTokens) || 0
+      const cached = Number(u.inputTokensDetails?.cached_tokens) || 0
+      // Anthropic's counting, which Threadline's is: input_tokens leaves the cached part out
+      /** @type {Record<string, number>} */
+      const counted = { input_tokens: Math.max(0, input - cached), output_tokens: Number(u.outputTokens) || 0 }
+      if (cached > 0) counted.cache_read_input_tokens = cached
+      record.message = { ...record.message, usage: counted }
+    })
+  }
+  return records
+}
+
+/**
+ * How many model responses some items hold.
  * @param {Item[]} items
  */
-function itemRecords(items) {
-  return items.map((item) => {
-    const message = toMessage(item)
-    return message ? { message, [ITEM]: item } : { type: 'openai-agents-item', includeInContext: false, [ITEM]: item }
-  })
+function responses(items) {
+  return items.filter((item, i) => isOutput(item) && !(i > 0 && isOutput(/** @type {Item} */ (items[i - 1])))).length
 }
 
 /**
@@ -274,6 +319,11 @@ class ThreadlineSession {
   #store
   /** @type {string} */
   #id
+  /** The SDK passes its run context to each call (see `acceptsRunContext`). */
+  acceptsRunContext = /** @type {const} */ (true)
+  /** Per run: how many of its model requests' usage entries are stored already. */
+  /** @type {WeakMap<object, number>} */
+  #usageStored = new WeakMap()
   /** Operations of this object run one at a time (the SDK may overlap a pop and a read). */
   /** @type {Promise<unknown>} */
   #tail = Promise.resolve()
@@ -403,13 +453,33 @@ class ThreadlineSession {
   /**
    * Adds the items in one transaction, each as given; returns after the commit.
    * @param {Item[]} items
+   * @param {unknown} [runContext] the SDK's RunContext: its usage goes on the responses stored
    */
-  async addItems(items) {
+  async addItems(items, runContext) {
     const list = checkItems('addItems: items', items)
     if (list.length === 0) return
     return this.#use(async (session) => {
-      await session.appendMany(itemRecords(list))
+      const usage = this.#usageFor(runContext, list)
+      await session.appendMany(itemRecords(list, usage?.entries))
+      usage?.stored()
     })
+  }
+
+  /**
+   * The usage entries of the responses among `items`: the run's next ones, when the run context
+   * has exactly as many not stored yet (else none: a guess could count a response twice).
+   * @param {unknown} runContext
+   * @param {Item[]} items
+   */
+  #usageFor(runContext, items) {
+    if (!isObject(runContext) || !isObject(runContext.usage)) return undefined
+    const all = runContext.usage.requestUsageEntries
+    if (!Array.isArray(all)) return undefined
+    const calls = all.filter((e) => isObject(e) && (e.endpoint === undefined || e.endpoint === 'responses.create'))
+    const from = this.#usageStored.get(runContext) ?? 0
+    const count = responses(items)
+    if (count === 0 || calls.length - from !== count) return undefined
+    return { entries: calls.slice(from), stored: () => this.#usageStored.set(runContext, from + count) }
   }
 
   /**
@@ -445,8 +515,9 @@ class ThreadlineSession {
    * then appends the replacement with the record of the operation: a retry after a crash between
    * those steps finishes the operation rather than failing on the suffix already gone.
    * @param {unknown} args
+   * @param {unknown} [runContext]
    */
-  async applyHistoryTransaction(args) {
+  async applyHistoryTransaction(args, runContext) {
     const { operationId, transaction } = checkTransaction(args)
     const digest = sha256(canonical(transaction))
     const id = sha256(operationId).slice(0, 32)
@@ -463,8 +534,10 @@ class ThreadlineSession {
       }
       if (same(find(applied.uuid))) return
       const commit = async (/** @type {Item[]} */ list) => {
+        const usage = this.#usageFor(runContext, list)
         try {
-          await session.appendMany([applied, ...itemRecords(list)])
+          await session.appendMany([applied, ...itemRecords(list, usage?.entries)])
+          usage?.stored()
         } catch (err) {
           // another process applied it first: the uuid is taken
           const now = (await session.envelopes({ fromSeq: envelopes.length })).find((/** @type {Envelope} */ e) => e.uuid === applied.uuid)
