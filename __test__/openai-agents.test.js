@@ -431,3 +431,18 @@ test('another process can continue the conversation while this one is alive (eac
     assert.equal((await here.getItems()).length, 3)
   }
 })
+
+test('items come back in the order they were added, however close together', async (t) => {
+  for (const [engine, at] of engines(t)) {
+    const store = Store.open(at('order'))
+    t.after(() => store.close())
+    const session = new ThreadlineSession({ store, sessionId: `order-${engine}` })
+    const items = Array.from({ length: 60 }, (_, i) => ({ type: 'message', role: i % 2 ? 'assistant' : 'user', content: i % 2 ? [{ type: 'output_text', text: `a${i}` }] : `u${i}`, status: 'completed' }))
+    // one at a time, several in one call, and calls not awaited one by one
+    await session.addItems(items.slice(0, 10))
+    for (const item of items.slice(10, 30)) await session.addItems([item])
+    await Promise.all(items.slice(30).map((item) => session.addItems([item])))
+    assert.deepEqual(await session.getItems(), items)
+    assert.deepEqual(await new ThreadlineSession({ store: Store.open(at('order')), sessionId: `order-${engine}` }).getItems(), items)
+  }
+})

@@ -5,7 +5,7 @@
 // `openaiAgentsItem`, beside a neutral message converted from it, so Threadline's messages, turns,
 // search and export work on the session. Order is the log's seq, never a timestamp.
 // `popItem` rewinds the session (one record, durable); `clearSession` deletes it and starts it
-// again under the same id. `getItems` repairs what a killed run left (see #history).
+// again under the same id. `getItems` answers or leaves out the orphans a killed run left.
 
 // The SDK is an optional peer: without it this adapter has nothing to serve, so say so at once.
 try {
