@@ -446,3 +446,24 @@ test('items come back in the order they were added, however close together', asy
     assert.deepEqual(await new ThreadlineSession({ store: Store.open(at('order')), sessionId: `order-${engine}` }).getItems(), items)
   }
 })
+
+test('what another ThreadlineSession (or process) writes to the session is seen, a clear too', async (t) => {
+  for (const [engine, at] of engines(t)) {
+    const store = Store.open(at('two'))
+    t.after(() => store.close())
+    const id = `two-${engine}`
+    const say = (content) => ({ type: 'message', role: 'user', content })
+    const a = new ThreadlineSession({ store, sessionId: id })
+    const b = new ThreadlineSession({ store: Store.open(at('two')), sessionId: id })
+    await a.addItems([say('1'), say('2')])
+    assert.deepEqual(await a.getItems(), [say('1'), say('2')])
+    await b.addItems([say('3')])
+    assert.deepEqual(await a.getItems(), [say('1'), say('2'), say('3')])
+    // cleared and written again to as many records as before
+    await b.clearSession()
+    await b.addItems([say('x'), say('y'), say('z')])
+    assert.deepEqual(await a.getItems(), [say('x'), say('y'), say('z')])
+    assert.deepEqual(await a.popItem(), say('z'))
+    assert.deepEqual(await b.getItems(), [say('x'), say('y')])
+  }
+})

@@ -324,6 +324,11 @@ class ThreadlineSession {
   /** Per run: how many of its model requests' usage entries are stored already. */
   /** @type {WeakMap<object, number>} */
   #usageStored = new WeakMap()
+  /** The session's records as last read, in seq order (see #envelopes). */
+  /** @type {Envelope[]} */
+  #read = []
+  /** The session is known to exist (getSessionId need not open it). */
+  #exists = false
   /** Operations of this object run one at a time (the SDK may overlap a pop and a read). */
   /** @type {Promise<unknown>} */
   #tail = Promise.resolve()
@@ -369,6 +374,7 @@ class ThreadlineSession {
   #use(fn) {
     return this.#serial(async () => {
       const session = await this.#open()
+      this.#exists = true
       try {
         return await fn(session)
       } finally {
@@ -401,9 +407,30 @@ class ThreadlineSession {
     return created
   }
 
+  /**
+   * The session's records: those read before (by this object) and the ones after them. The log
+   * only grows; a session deleted and started again (clearSession, here or elsewhere) has another
+   * record at the last seq read, and is read whole.
+   * @param {any} session
+   * @returns {Promise<Envelope[]>}
+   */
+  async #envelopes(session) {
+    const known = this.#read
+    const last = known.at(-1)
+    if (last !== undefined) {
+      const tail = /** @type {Envelope[]} */ (await session.envelopes({ fromSeq: last.seq }))
+      if (tail[0]?.uuid === last.uuid) {
+        if (tail.length > 1) known.push(...tail.slice(1))
+        return known
+      }
+    }
+    this.#read = /** @type {Envelope[]} */ (await session.envelopes())
+    return this.#read
+  }
+
   /** @param {any} session */
   async #history(session) {
-    const envelopes = /** @type {Envelope[]} */ (await session.envelopes())
+    const envelopes = await this.#envelopes(session)
     const branches = await session.branches()
     const current = branches.find((/** @type {any} */ b) => b.current)
     const leaf = current ? current.leafUuid : envelopes.at(-1)?.uuid
@@ -412,7 +439,7 @@ class ThreadlineSession {
 
   /** @returns {Promise<string>} */
   async getSessionId() {
-    await this.#use(async () => {})
+    if (!this.#exists) await this.#use(async () => {})
     return this.#id
   }
 
@@ -571,6 +598,7 @@ class ThreadlineSession {
   }
 
   async #clear() {
+    this.#exists = false
     try {
       await this.#store.deleteSession(this.#id)
     } catch (err) {
