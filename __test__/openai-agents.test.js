@@ -284,14 +284,19 @@ test('popItem and clearSession are durable; a reasoning item goes with the item 
   }
 })
 
-test('works over threadline/promise too', async (t) => {
+test('works over threadline/promise too, and with a streamed run', async (t) => {
   const server = await modelServer()
   for (const [engine, at] of engines(t)) {
     const store = await promiseApi.Store.open(at('promise'))
     t.after(() => store.close())
     const session = new Recording({ store, sessionId: `p-${engine}` })
     await run(makeAgent(), 'hello', { session })
-    await run(makeAgent(), 'again', { session })
+    // streamed: the same items reach the session
+    const streamed = await run(makeAgent(), 'again', { session, stream: true })
+    for await (const event of streamed) void event
+    await streamed.completed
+    assert.equal(streamed.finalOutput, 'done')
+    assert.equal(session.added.length, 12)
     assert.deepEqual(await session.getItems(), session.added)
     assert.deepEqual(await session.popItem(), session.added.at(-1))
     assert.equal((await (await store.openSession(`p-${engine}`)).messages()).length, 10)
