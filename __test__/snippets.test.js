@@ -116,13 +116,17 @@ test('every ts/js code block of README.md and docs/*.md compiles (strict, exactO
         moduleResolution: 'node16',
         moduleDetection: 'force',
         types: ['node'],
-        // The frameworks' declarations (the Claude Agent SDK's) need the DOM lib's fetch types.
+        // The frameworks' declarations need the DOM lib's fetch types, and @openai/agents' own
+        // .d.ts files do not compile under these options (types.test.js checks the library's
+        // declarations with skipLibCheck off); the snippets are what is checked here.
         lib: ['ES2022', 'DOM'],
+        skipLibCheck: true,
         paths: {
           threadline: [path.join(root, 'index.d.ts')],
           'threadline/promise': [path.join(root, 'promise.d.ts')],
           'threadline/claude-agent-sdk': [path.join(root, 'adapters', 'claude-agent-sdk', 'index.d.ts')],
           'threadline/anthropic': [path.join(root, 'adapters', 'anthropic', 'index.d.ts')],
+          'threadline/openai-agents': [path.join(root, 'adapters', 'openai-agents', 'index.d.ts')],
         },
       },
       files,

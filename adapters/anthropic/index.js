@@ -80,9 +80,9 @@ const historyShape = (m) => ({ role: m.role, content: m.content })
 async function newMessages(session, messages, path) {
   const context = (await session.buildContext({ target: 'anthropic' })).messages
   if (context.length === 0) return messages
-  const last = context[context.length - 1]
+  const last = /** @type {MessageLike} */ (context[context.length - 1])
   for (let i = messages.length - 1; i >= 0; i--) {
-    if (isDeepStrictEqual(historyShape(messages[i]), historyShape(last))) return messages.slice(i + 1)
+    if (isDeepStrictEqual(historyShape(/** @type {MessageLike} */ (messages[i])), historyShape(last))) return messages.slice(i + 1)
   }
   // Appending would put the run's history after an unrelated one: the next request would not
   // be what the session says was sent.

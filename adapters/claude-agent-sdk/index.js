@@ -178,7 +178,7 @@ class ThreadlineSessionStore {
     if (this.#summaries.has(id)) return this.#summaries.get(id)
     const sidecar = await this.#sidecar(key.sessionId)
     const summary = sidecar && sidecar.summary
-      ? { sessionId: key.sessionId, mtime: sidecar.mtime, data: sidecar.summary }
+      ? { sessionId: key.sessionId, mtime: sidecar.mtime ?? 0, data: sidecar.summary }
       : undefined
     this.#summaries.set(id, summary)
     return summary
