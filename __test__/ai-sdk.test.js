@@ -1,0 +1,322 @@
+'use strict'
+// threadline/ai-sdk: ThreadlineChatStore driven by the real AI SDK (`ai` 7, @ai-sdk/anthropic,
+// @ai-sdk/openai) against the loopback model server, which refuses what the real APIs refuse.
+
+require('./helpers/engine')
+const { test, describe } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const crypto = require('node:crypto')
+const { spawn } = require('node:child_process')
+
+const { Store } = require('..')
+const promiseApi = require('../promise')
+const { ThreadlineChatStore, INTERRUPTED } = require('../adapters/ai-sdk')
+const { startModelServer, reply } = require('./helpers/model-server')
+const { tmpDir } = require('./helpers/util')
+
+const RUN = path.join(__dirname, 'helpers', 'ai-sdk-run.mjs')
+const libs = () => Promise.all([import('ai'), import(RUN)])
+
+const SIGNATURE = 'c2lnbmF0dXJlIG9mIHRoZSBmaXJzdCB0aGlua2luZw=='
+const REDACTED = 'RURBQ1RFRC1kYXRhLWZyb20tdGhlLXByb3ZpZGVy'
+
+/** One UIMessage list with every part type and tool state. */
+function everyPart() {
+  return [
+    { id: 's1', role: 'system', parts: [{ type: 'text', text: 'Be brief.' }] },
+    {
+      id: 'u1',
+      role: 'user',
+      metadata: { createdAt: 1764270000000, tags: ['a'] },
+      parts: [
+        { type: 'text', text: 'Look at this picture and the report.' },
+        { type: 'file', mediaType: 'image/png', filename: 'dot.png', url: 'data:image/png;base64,iVBORw0KGgo=' },
+        { type: 'file', mediaType: 'application/pdf', url: 'https://example.invalid/report.pdf' },
+        { type: 'data-weather', id: 'w1', data: { city: 'Oslo', temp: -3.5 } },
+      ],
+    },
+    {
+      id: 'a1',
+      role: 'assistant',
+      metadata: { model: 'claude-sonnet-4-5' },
+      parts: [
+        { type: 'step-start' },
+        { type: 'reasoning', text: 'They want both.', state: 'done', providerMetadata: { anthropic: { signature: SIGNATURE } } },
+        { type: 'reasoning', text: '', state: 'done', providerMetadata: { anthropic: { redactedData: REDACTED } } },
+        { type: 'text', text: 'Checking.', state: 'done', providerMetadata: { anthropic: { citations: [] } } },
+        { type: 'tool-read', toolCallId: 'toolu_1', state: 'output-available', input: { path: 'a' }, output: { lines: 3, ok: true } },
+        { type: 'tool-read', toolCallId: 'toolu_2', state: 'output-error', input: { path: 'b' }, errorText: 'ENOENT' },
+        { type: 'dynamic-tool', toolName: 'mcp_lookup', toolCallId: 'toolu_3', state: 'output-available', input: { q: 'x' }, output: 'plain text' },
+        { type: 'tool-rm', toolCallId: 'toolu_4', state: 'output-denied', input: { path: '/' }, approval: { id: 'ap1', approved: false, reason: 'no' } },
+        { type: 'step-start' },
+        { type: 'source-url', sourceId: 'src1', url: 'https://example.invalid/a', title: 'A' },
+        { type: 'source-document', sourceId: 'src2', mediaType: 'application/pdf', title: 'Report', filename: 'report.pdf' },
+        { type: 'file', mediaType: 'image/png', url: 'data:image/png;base64,iVBORw0KGgo=' },
+        { type: 'data-progress', data: { done: 2, of: 2 } },
+        { type: 'text', text: 'Both read; one failed.', state: 'done' },
+      ],
+    },
+  ]
+}
+
+/** A fresh store of the engine under test (SQLite file; PostgreSQL with THREADLINE_TEST_ENGINE). */
+function openStore(t, dir) {
+  const store = Store.open(path.join(dir ?? tmpDir(t), 'chats.db'))
+  t.after(() => store.close())
+  return store
+}
+
+describe('ThreadlineChatStore: storing UIMessages', () => {
+  test('save then load gives every UIMessage back deep-equal, every part type and tool state', async (t) => {
+    const chats = new ThreadlineChatStore(openStore(t))
+    assert.deepEqual(await chats.load('chat-1'), [])
+    const messages = everyPart()
+    await chats.save('chat-1', messages)
+    assert.deepEqual(await chats.load('chat-1'), messages)
+    // A new ThreadlineChatStore (nothing cached) reads the same.
+    const { validateUIMessages, convertToModelMessages } = await import('ai')
+    const loaded = await chats.load('chat-1')
+    await validateUIMessages({ messages: loaded })
+    assert.ok((await convertToModelMessages(loaded)).length > 0)
+  })
+
+  test('the chat is an ordinary Threadline session: messages, signed thinking, turns, search, export', async (t) => {
+    const store = openStore(t)
+    const chats = new ThreadlineChatStore(store)
+    await chats.save('chat-2', everyPart())
+    const session = store.openSession('chat-2')
+    const messages = session.messages
+    assert.deepEqual(messages.map((m) => m.role), ['system', 'user', 'assistant', 'user', 'assistant'])
+    assert.deepEqual(messages[1].content.map((b) => b.type), ['text', 'image', 'document'])
+    assert.deepEqual(messages[2].content.slice(0, 2), [
+      { type: 'thinking', thinking: 'They want both.', signature: SIGNATURE },
+      { type: 'redacted_thinking', data: REDACTED },
+    ])
+    assert.deepEqual(messages[3].content, [
+      { type: 'tool_result', tool_use_id: 'toolu_1', content: '{"lines":3,"ok":true}' },
+      { type: 'tool_result', tool_use_id: 'toolu_2', content: 'ENOENT', is_error: true },
+      { type: 'tool_result', tool_use_id: 'toolu_3', content: 'plain text' },
+      { type: 'tool_result', tool_use_id: 'toolu_4', content: 'denied: no', is_error: true },
+    ])
+    assert.equal(session.turns.length, 1)
+    assert.equal(session.turns[0].toolUseCount, 4)
+    assert.ok(store.search('picture').hits.some((h) => h.sessionId === 'chat-2'))
+    assert.match(session.export('markdown'), /Both read; one failed\./)
+    assert.deepEqual(session.buildContext({ target: 'anthropic' }).messages.at(-1).content, [{ type: 'text', text: 'Both read; one failed.' }])
+  })
+
+  test('save stores only what changed: the same list writes nothing, a grown last message only its new parts', async (t) => {
+    const store = openStore(t)
+    const chats = new ThreadlineChatStore(store)
+    const [, user, full] = everyPart()
+    const firstStep = { ...full, parts: full.parts.slice(0, 8) }
+    await chats.save('chat-3', [user, firstStep])
+    const session = store.openSession('chat-3')
+    const n = session.envelopes().length
+    await chats.save('chat-3', [user, firstStep])
+    assert.equal(session.envelopes().length, n, 'saving the same messages again writes nothing')
+    await chats.save('chat-3', [user, full])
+    const added = session.envelopes().slice(n)
+    // The second step's assistant record, and one event with only the parts added.
+    assert.deepEqual(added.map((e) => e.type), ['assistant', 'event'])
+    assert.deepEqual(added[1].data.message.parts, full.parts.slice(8))
+    assert.deepEqual(await new ThreadlineChatStore(store).load('chat-3'), [user, full])
+  })
+
+  test('a regenerated or edited message replaces the old one: load and the context follow the new branch', async (t) => {
+    const store = openStore(t)
+    const chats = new ThreadlineChatStore(store)
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hello' }] }
+    const old = { id: 'a-old', role: 'assistant', parts: [{ type: 'text', text: 'first answer' }] }
+    await chats.save('chat-4', [user, old])
+    const regenerated = { id: 'a-new', role: 'assistant', parts: [{ type: 'text', text: 'second answer' }] }
+    await chats.save('chat-4', [user, regenerated])
+    assert.deepEqual(await chats.load('chat-4'), [user, regenerated])
+    const session = store.openSession('chat-4')
+    assert.deepEqual(session.messages.map((m) => m.content[0].text), ['hello', 'second answer'])
+    // An edit of the first message (same id) starts the chat over from it.
+    const edited = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hello again' }] }
+    await chats.save('chat-4', [edited])
+    assert.deepEqual(await new ThreadlineChatStore(store).load('chat-4'), [edited])
+    assert.deepEqual(session.messages.map((m) => m.content[0].text), ['hello again'])
+    await chats.save('chat-4', [])
+    assert.deepEqual(await chats.load('chat-4'), [])
+  })
+
+  test('a tool part saved without an outcome loads as output-error saying it was interrupted, valid to convert', async (t) => {
+    const chats = new ThreadlineChatStore(openStore(t))
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'run it' }] }
+    const cut = {
+      id: 'a1',
+      role: 'assistant',
+      parts: [
+        { type: 'step-start' },
+        { type: 'tool-wait', toolCallId: 'toolu_9', state: 'input-available', input: { text: 'x' } },
+        { type: 'tool-note', toolCallId: 'toolu_8', state: 'input-streaming' },
+      ],
+    }
+    await chats.save('chat-5', [user, cut])
+    const loaded = await chats.load('chat-5')
+    assert.deepEqual(loaded[1].parts.slice(1), [
+      { type: 'tool-wait', toolCallId: 'toolu_9', state: 'output-error', input: { text: 'x' }, errorText: INTERRUPTED },
+      { type: 'tool-note', toolCallId: 'toolu_8', state: 'output-error', input: {}, errorText: INTERRUPTED },
+    ])
+    const { validateUIMessages, convertToModelMessages } = await import('ai')
+    await validateUIMessages({ messages: loaded })
+    const model = await convertToModelMessages(loaded)
+    assert.deepEqual(model.at(-1).content.map((p) => [p.type, p.toolCallId, p.output.type]), [
+      ['tool-result', 'toolu_9', 'error-text'],
+      ['tool-result', 'toolu_8', 'error-text'],
+    ])
+    // Saved back as loaded (the client sends it so), the calls get their results in Threadline.
+    await chats.save('chat-5', loaded)
+    assert.deepEqual(await chats.load('chat-5'), loaded)
+  })
+
+  test('bad arguments are INVALID_INPUT naming the field, and nothing is written', async (t) => {
+    const store = openStore(t)
+    const chats = new ThreadlineChatStore(store)
+    assert.throws(() => new ThreadlineChatStore({}), { code: 'INVALID_INPUT', message: /store: expected a Store/ })
+    await assert.rejects(chats.load(''), { code: 'INVALID_INPUT', message: /load: chatId/ })
+    await assert.rejects(chats.save('c', {}), { code: 'INVALID_INPUT', message: /save: messages: expected an array/ })
+    await assert.rejects(chats.save('c', [{ id: 'x', role: 'user', parts: [] }, { id: 'x', role: 'user', parts: [] }]), {
+      code: 'INVALID_INPUT', message: /save: messages\[1\]\.id: 'x' appears twice/,
+    })
+    await assert.rejects(chats.save('c', [{ id: 'x', role: 'tool', parts: [] }]), { code: 'INVALID_INPUT', message: /messages\[0\]\.role/ })
+    await assert.rejects(chats.save('c', [{ id: 'x', role: 'user', parts: [{ text: 'no type' }] }]), {
+      code: 'INVALID_INPUT', message: /messages\[0\]\.parts\[0\]\.type/,
+    })
+    await assert.rejects(chats.modelMessages('c', { maxTokens: 0 }), { code: 'INVALID_INPUT', message: /options\.maxTokens/ })
+    await assert.rejects(chats.onStepEnd('c')({}), { code: 'INVALID_INPUT', message: /onStepEnd: event\.messages/ })
+    assert.deepEqual(store.listSessions(), [], 'no session was created by refused calls')
+  })
+
+  test('the promise API store works the same', async (t) => {
+    const store = await promiseApi.Store.open(path.join(tmpDir(t), 'p.db'))
+    t.after(() => store.close())
+    const chats = new ThreadlineChatStore(store)
+    await chats.save('chat-p', everyPart())
+    assert.deepEqual(await chats.load('chat-p'), everyPart())
+  })
+})
+
+describe('ThreadlineChatStore with streamText and @ai-sdk/anthropic', () => {
+  test('a multi-step run with tools and thinking: stored step by step, continued with every signature byte for byte', async (t) => {
+    const [, run] = await libs()
+    let n = 0
+    const server = await startModelServer({
+      script: (req) => {
+        n++
+        if (n === 1) return reply.blocks([reply.thinking('note first'), reply.toolUse('note', { text: 'a' })])
+        if (n === 2) return reply.blocks([reply.redactedThinking(), reply.toolUse('note', { text: 'b' })])
+        if (n === 3) return reply.blocks([reply.thinking('now answer'), 'done'])
+        return reply.blocks([reply.thinking('second turn'), 'again'])
+      },
+    })
+    t.after(() => server.close())
+    const store = openStore(t)
+    const chats = new ThreadlineChatStore(store)
+    const model = run.anthropicModel(server.url)
+    const steps = []
+    const onStepEnd = chats.onStepEnd.bind(chats)
+    chats.onStepEnd = (id) => {
+      const save = onStepEnd(id)
+      return async (e) => { await save(e); steps.push(store.openSession(id).messages.length) }
+    }
+    const first = await run.turn({ chats, chatId: 'run-1', model, text: 'note twice' })
+    // Each step was durable when it ended: user; +assistant+results; again; +final answer.
+    assert.deepEqual(steps, [3, 5, 6])
+    assert.equal(first.length, 2)
+    const second = await run.turn({ chats: new ThreadlineChatStore(store), chatId: 'run-1', model, text: 'once more' })
+    assert.equal(second.length, 4)
+    assert.deepEqual(server.invalid, [])
+    assert.equal(server.modelRequests.length, 4)
+    // The last request carried the first turn's thinking exactly as issued.
+    const sent = server.modelRequests[3].body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .filter((b) => b.type === 'thinking' || b.type === 'redacted_thinking')
+    assert.deepEqual(sent, server.issued.slice(0, 3))
+    const session = store.openSession('run-1')
+    assert.equal(session.turns.length, 2)
+    assert.ok(session.tokenTracker.cumulativeInputTokens > 0, 'usage of each response counted')
+    assert.ok(store.search('again').hits.some((h) => h.sessionId === 'run-1'))
+  })
+
+  test('modelMessages cuts to maxTokens by whole turns, and what it gives is accepted by the model', async (t) => {
+    const [, run] = await libs()
+    const server = await startModelServer({ script: (req) => reply.text(`answer ${'x'.repeat(400)} ${req.index}`) })
+    t.after(() => server.close())
+    const chats = new ThreadlineChatStore(openStore(t))
+    const model = run.anthropicModel(server.url)
+    for (let i = 0; i < 4; i++) await run.turn({ chats, chatId: 'long', model, text: `question ${i}`, thinking: false })
+    const all = await chats.modelMessages('long')
+    assert.equal(all.length, 8)
+    const cut = await chats.modelMessages('long', { maxTokens: 300 })
+    assert.ok(cut.length < all.length && cut.length >= 2 && cut.length % 2 === 0, `kept ${cut.length}`)
+    assert.deepEqual(cut, all.slice(all.length - cut.length))
+    const { generateText } = await import('ai')
+    await generateText({ model, messages: [...cut, { role: 'user', content: 'go on' }] })
+    assert.deepEqual(server.invalid, [])
+  })
+
+  test('SIGKILL mid-run: a new process loads the finished steps and continues; every request valid', async (t) => {
+    const [, run] = await libs()
+    const dir = tmpDir(t)
+    const marker = path.join(dir, 'marker')
+    let n = 0
+    const server = await startModelServer({
+      script: () => {
+        n++
+        if (n === 1) return reply.blocks([reply.thinking('note first'), reply.toolUse('note', { text: 'a' })])
+        if (n === 2) return reply.blocks([reply.thinking('then wait'), reply.toolUse('wait', {})])
+        return reply.blocks([reply.thinking('resumed'), 'back'])
+      },
+    })
+    t.after(() => server.close())
+    const where = path.join(dir, 'chats.db')
+    const child = spawn(process.execPath, [RUN, where, 'killed', server.url, marker], { stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    child.stderr.on('data', (d) => { stderr += d })
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+    while (!fs.existsSync(marker)) {
+      const early = await Promise.race([exited, new Promise((r) => setTimeout(() => r(null), 20))])
+      assert.equal(early, null, `the run ended before its tool blocked: ${stderr}`)
+    }
+    child.kill('SIGKILL')
+    assert.equal((await exited).signal, 'SIGKILL')
+
+    const store = openStore(t, dir)
+    const chats = new ThreadlineChatStore(store)
+    const loaded = await chats.load('killed')
+    // The user's message and the finished first step; the step cut off is not there.
+    assert.deepEqual(loaded.map((m) => m.role), ['user', 'assistant'])
+    assert.deepEqual(loaded[1].parts.filter((p) => p.type !== 'custom').map((p) => p.type), ['step-start', 'reasoning', 'tool-note'])
+    assert.equal(loaded[1].parts.find((p) => p.type === 'reasoning').providerMetadata.anthropic.signature, server.issued[0].signature)
+    const after = await run.turn({ chats, chatId: 'killed', model: run.anthropicModel(server.url), text: 'continue' })
+    assert.equal(after.length, 4)
+    assert.deepEqual(server.invalid, [])
+    const thinking = server.modelRequests[2].body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .filter((b) => b.type === 'thinking')
+    assert.deepEqual(thinking, [server.issued[0]])
+  })
+})
+
+describe('ThreadlineChatStore with @ai-sdk/openai', () => {
+  test('a run through the OpenAI Responses API is stored and continued; every request valid', async (t) => {
+    const [, run] = await libs()
+    const { createOpenAI } = await import('@ai-sdk/openai')
+    const server = await startModelServer({
+      script: (req) => (req.index === 0
+        ? reply.blocks([reply.toolUse('note', { text: 'a' })])
+        : reply.text(`ok ${req.index}`)),
+    })
+    t.after(() => server.close())
+    const model = createOpenAI({ baseURL: `${server.url}/v1`, apiKey: 'k' })('gpt-5')
+    const store = openStore(t)
+    await run.turn({ chats: new ThreadlineChatStore(store), chatId: 'oa', model, text: 'note it', thinking: false })
+    const loaded = await run.turn({ chats: new ThreadlineChatStore(store), chatId: 'oa', model, text: 'and again', thinking: false })
+    assert.equal(loaded.length, 4)
+    assert.deepEqual(server.invalid, [])
+  })
+})

@@ -1,0 +1,527 @@
+'use strict'
+// threadline/ai-sdk: Vercel AI SDK (`ai` >= 7) chats kept in a Threadline store.
+// The AI SDK defines no storage interface: an app keeps `UIMessage[]` itself. A chat here is a
+// Threadline session (id = chatId). Each UIMessage is written twice over, on purpose:
+// - as Anthropic-shaped message records (text, thinking with its signature, redacted thinking,
+//   tool_use, tool_result), so messages, turns, tokens, search, export and buildContext work on
+//   the chat as on any session;
+// - as an `ai-sdk.message` event holding the UIMessage itself (only the parts that changed since
+//   the previous version), so `load` gives back exactly what was saved.
+// Records are only ever appended: a message edited or removed by the client (regenerate, edit)
+// rewinds the session to before it, so the abandoned versions stay in the log but leave the
+// current branch, which is what `load` and `buildContext` read.
+
+// `ai` is an optional peer: without it this adapter has nothing to serve, so say so at once.
+try {
+  require.resolve('ai')
+} catch {
+  const err = /** @type {Error & { code: string }} */ (new Error('threadline/ai-sdk needs the Vercel AI SDK: npm install ai'))
+  err.code = 'MODULE_NOT_FOUND'
+  throw err
+}
+
+const CHAT_EVENT = 'ai-sdk.chat'
+const MESSAGE_EVENT = 'ai-sdk.message'
+const META = 'ai-sdk'
+/** The text an unanswered tool call comes back with after a crash (an `output-error`). */
+const INTERRUPTED =
+  'interrupted: the run ended (killed or stopped) before this tool call finished; its outcome is unknown'
+
+/**
+ * @typedef {{ id: string, role: 'system' | 'user' | 'assistant', metadata?: unknown, parts: any[] }} UIMessage
+ * @typedef {{ role: string, content: any[] }} Mirror  a message record as appended
+ * @typedef {{ id: string, message: UIMessage, records: Array<{ seq: number, content: string }>,
+ *   seqs: number[], first: number }} Stored
+ * @typedef {{ envs: any[], byUuid: Map<string, any> }} Log
+ */
+
+/** @type {Promise<any> | undefined} */
+let ai
+/** `ai` is ESM only: loaded when first needed. */
+function theAi() {
+  ai ??= import('ai')
+  return ai
+}
+
+/**
+ * @param {string} code
+ * @param {string} message
+ */
+function fail(code, message) {
+  const err = /** @type {Error & { code: string }} */ (new Error(message))
+  err.code = code
+  return err
+}
+
+/**
+ * @param {string} what
+ * @param {unknown} chatId
+ * @returns {string}
+ */
+function checkChatId(what, chatId) {
+  if (typeof chatId !== 'string' || chatId === '') {
+    throw fail('INVALID_INPUT', `${what}: chatId: expected a non-empty string`)
+  }
+  return chatId
+}
+
+/**
+ * @param {string} what
+ * @param {unknown} messages
+ * @returns {UIMessage[]}
+ */
+function checkMessages(what, messages) {
+  if (!Array.isArray(messages)) throw fail('INVALID_INPUT', `${what}: messages: expected an array of UIMessage`)
+  const seen = new Set()
+  messages.forEach((m, i) => {
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) {
+      throw fail('INVALID_INPUT', `${what}: messages[${i}]: expected a UIMessage object`)
+    }
+    if (typeof m.id !== 'string' || m.id === '') {
+      throw fail('INVALID_INPUT', `${what}: messages[${i}].id: expected a non-empty string`)
+    }
+    if (seen.has(m.id)) throw fail('INVALID_INPUT', `${what}: messages[${i}].id: '${m.id}' appears twice`)
+    seen.add(m.id)
+    if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system') {
+      throw fail('INVALID_INPUT', `${what}: messages[${i}].role: expected 'user', 'assistant' or 'system'`)
+    }
+    if (!Array.isArray(m.parts)) throw fail('INVALID_INPUT', `${what}: messages[${i}].parts: expected an array`)
+    m.parts.forEach((/** @type {unknown} */ p, /** @type {number} */ j) => {
+      if (p === null || typeof p !== 'object' || typeof (/** @type {any} */ (p).type) !== 'string') {
+        throw fail('INVALID_INPUT', `${what}: messages[${i}].parts[${j}].type: expected a part with a string type`)
+      }
+    })
+  })
+  return /** @type {UIMessage[]} */ (messages)
+}
+
+/** @param {any} part */
+const isTool = (part) => part.type === 'dynamic-tool' || part.type.startsWith('tool-')
+/** @param {any} part */
+const toolName = (part) => (part.type === 'dynamic-tool' ? part.toolName : part.type.slice(5))
+/** @param {any} part */
+const hasOutput = (part) =>
+  part.state === 'output-available' || part.state === 'output-error' || part.state === 'output-denied'
+
+/**
+ * A reasoning part as Anthropic thinking: its signature (or redacted data) is what the next
+ * request must carry back byte for byte, so it is the block's own field, not metadata.
+ * @param {any} part
+ */
+function thinkingBlock(part) {
+  const a = part.providerMetadata?.anthropic
+  if (a && typeof a.redactedData === 'string') return { type: 'redacted_thinking', data: a.redactedData }
+  /** @type {Record<string, unknown>} */
+  const block = { type: 'thinking', thinking: part.text ?? '' }
+  if (a && typeof a.signature === 'string') block.signature = a.signature
+  return block
+}
+
+/**
+ * A file part as an image or a PDF document; other files stay in the UIMessage only.
+ * @param {any} part
+ */
+function fileBlock(part) {
+  const type = typeof part.mediaType === 'string' && part.mediaType.startsWith('image/')
+    ? 'image'
+    : part.mediaType === 'application/pdf' ? 'document' : null
+  if (type === null || typeof part.url !== 'string') return null
+  const data = /^data:([^;,]+)?;base64,(.*)$/s.exec(part.url)
+  if (data) return { type, source: { type: 'base64', media_type: part.mediaType, data: data[2] } }
+  if (/^https?:/.test(part.url)) return { type, source: { type: 'url', url: part.url } }
+  return null
+}
+
+/** @param {any} part */
+function resultBlock(part) {
+  if (part.state === 'output-available') {
+    const out = part.output
+    return { type: 'tool_result', tool_use_id: part.toolCallId, content: typeof out === 'string' ? out : JSON.stringify(out ?? null) }
+  }
+  const text = part.state === 'output-error'
+    ? String(part.errorText ?? 'error')
+    : `denied: ${part.approval?.reason ?? 'the user did not approve this tool call'}`
+  return { type: 'tool_result', tool_use_id: part.toolCallId, content: text, is_error: true }
+}
+
+/**
+ * The message records mirroring a UIMessage: one for a user or system message; for an assistant
+ * message, per step (parts between `step-start`s) the assistant's blocks, then a user record
+ * with the results of that step's tool calls, as the Anthropic API orders them.
+ * @param {UIMessage} m
+ * @returns {Mirror[]}
+ */
+function mirror(m) {
+  if (m.role === 'system') {
+    const text = m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('')
+    return text === '' ? [] : [{ role: 'system', content: [{ type: 'text', text }] }]
+  }
+  if (m.role === 'user') {
+    const content = []
+    for (const p of m.parts) {
+      if (p.type === 'text') content.push({ type: 'text', text: p.text })
+      else if (p.type === 'file') {
+        const b = fileBlock(p)
+        if (b) content.push(b)
+      }
+    }
+    return content.length === 0 ? [] : [{ role: 'user', content }]
+  }
+  /** @type {Mirror[]} */
+  const out = []
+  /** @type {any[]} */
+  let blocks = []
+  /** @type {any[]} */
+  let results = []
+  /** @type {any} */
+  let start
+  const flush = () => {
+    if (blocks.length > 0) {
+      /** @type {any} */
+      const rec = { role: 'assistant', content: blocks }
+      // @ai-sdk/anthropic reports each response's id, model and usage in a custom part: with
+      // them Threadline counts the chat's tokens per response.
+      if (typeof start?.id === 'string') rec.id = start.id
+      if (typeof start?.model === 'string') rec.model = start.model
+      if (start?.usage && typeof start.usage === 'object') rec.usage = start.usage
+      out.push(rec)
+    }
+    if (results.length > 0 && blocks.length > 0) out.push({ role: 'user', content: results })
+    blocks = []
+    results = []
+    start = undefined
+  }
+  for (const p of m.parts) {
+    if (p.type === 'step-start') flush()
+    else if (p.type === 'custom' && p.kind === 'anthropic.message_start') start = p.providerMetadata?.anthropic
+    else if (p.type === 'reasoning') blocks.push(thinkingBlock(p))
+    else if (p.type === 'text') blocks.push({ type: 'text', text: p.text })
+    // A provider-executed tool (a server tool) ran at the provider: its call and result are
+    // the provider's own blocks, kept in the UIMessage only.
+    else if (isTool(p) && !p.providerExecuted) {
+      blocks.push({ type: 'tool_use', id: p.toolCallId, name: toolName(p), input: p.input ?? {} })
+      if (hasOutput(p)) results.push(resultBlock(p))
+    }
+  }
+  flush()
+  return out
+}
+
+/**
+ * The current branch of the log (what a rewind left aside is not on it), in order.
+ * @param {any[]} envs
+ */
+function currentBranch(envs) {
+  if (envs.length === 0) return []
+  /** @type {Map<string, any>} */
+  const byUuid = new Map(envs.map((e) => [e.uuid, e]))
+  const on = new Set()
+  for (let e = envs[envs.length - 1]; e; e = e.parentUuid ? byUuid.get(e.parentUuid) : undefined) {
+    if (on.has(e.uuid)) break
+    on.add(e.uuid)
+  }
+  return envs.filter((e) => on.has(e.uuid))
+}
+
+/**
+ * The chat as stored: each UIMessage in order with the records that mirror it.
+ * @param {any[]} branch
+ * @returns {Stored[]}
+ */
+function readChat(branch) {
+  /** @type {Map<string, Stored>} */
+  const byId = new Map()
+  branch.forEach((e, i) => {
+    if (e.type === 'event' && e.name === MESSAGE_EVENT) {
+      const { from, message } = e.data
+      const prev = byId.get(message.id)
+      const parts = (prev?.message ? prev.message.parts.slice(0, from) : []).concat(message.parts)
+      if (prev) {
+        prev.message = { ...message, parts }
+        prev.seqs.push(e.seq)
+      } else {
+        byId.set(message.id, { id: message.id, message: { ...message, parts }, records: [], seqs: [e.seq], first: i })
+      }
+      return
+    }
+    const id = e.metadata?.[META]?.messageId
+    if (typeof id !== 'string' || !e.message) return
+    let s = byId.get(id)
+    if (!s) {
+      // The records come before the event that names them: the message starts here.
+      s = { id, message: /** @type {any} */ (undefined), records: [], seqs: [], first: i }
+      byId.set(id, s)
+    }
+    s.records.push({ seq: e.seq, content: JSON.stringify(e.message.content) })
+    s.seqs.push(e.seq)
+  })
+  // Records whose event never came (a crash between the two) are not a message yet.
+  return [...byId.values()].filter((s) => s.message !== undefined)
+}
+
+/**
+ * What `load` gives: a tool call left without an outcome (the run was killed or stopped while
+ * it ran, or it waited for a client that never answered) comes back as an `output-error` saying
+ * so, as the provider needs every call answered before the next turn.
+ * @param {UIMessage} m
+ * @returns {UIMessage}
+ */
+function settled(m) {
+  if (m.role !== 'assistant' || !m.parts.some((p) => isTool(p) && (p.state === 'input-streaming' || p.state === 'input-available'))) {
+    return m
+  }
+  const parts = m.parts.map((p) => {
+    if (!isTool(p) || (p.state !== 'input-streaming' && p.state !== 'input-available')) return p
+    const { output: _o, ...rest } = p
+    return { ...rest, state: 'output-error', input: p.input ?? {}, errorText: INTERRUPTED }
+  })
+  return { ...m, parts }
+}
+
+/** The longest common prefix of two part lists, compared as stored (JSON). */
+/**
+ * @param {any[]} a
+ * @param {any[]} b
+ */
+function commonParts(a, b) {
+  let i = 0
+  while (i < a.length && i < b.length && JSON.stringify(a[i]) === JSON.stringify(b[i])) i++
+  return i
+}
+
+class ThreadlineChatStore {
+  /** @type {any} */
+  #store
+  /** Each chat's session handle and the log read so far (other processes' appends read on use). */
+  /** @type {Map<string, { session: any, envs: any[] }>} */
+  #chats = new Map()
+  /** The write in flight per chat: the next waits for it (it diffs against what that wrote). */
+  /** @type {Map<string, Promise<unknown>>} */
+  #tails = new Map()
+
+  /**
+   * @param {any} store a `Store` from `threadline` or `threadline/promise`
+   */
+  constructor(store) {
+    if (store === null || typeof store !== 'object' || typeof store.openSession !== 'function' || typeof store.createSession !== 'function') {
+      throw fail('INVALID_INPUT', 'ThreadlineChatStore: store: expected a Store from threadline or threadline/promise')
+    }
+    this.#store = store
+    // An IdGenerator (a plain function) for toUIMessageStream's generateMessageId: time-ordered,
+    // so ids sort as the messages were made.
+    this.generateMessageId = () => {
+      const { randomUUID } = require('node:crypto')
+      return `msg-${Date.now().toString(36)}-${randomUUID().replace(/-/g, '').slice(0, 16)}`
+    }
+  }
+
+  /**
+   * Runs `fn` after the chat's previous write, so writes to one chat never interleave.
+   * @template T
+   * @param {string} chatId
+   * @param {() => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
+  async #serial(chatId, fn) {
+    const before = this.#tails.get(chatId) ?? Promise.resolve()
+    const mine = before.then(fn)
+    const tail = mine.catch(() => {})
+    this.#tails.set(chatId, tail)
+    try {
+      return await mine
+    } finally {
+      if (this.#tails.get(chatId) === tail) this.#tails.delete(chatId)
+    }
+  }
+
+  /**
+   * The chat's session and its log up to date, or null for a chat never saved.
+   * @param {string} chatId
+   * @param {boolean} create
+   */
+  async #open(chatId, create) {
+    let chat = this.#chats.get(chatId)
+    if (!chat) {
+      let session
+      try {
+        session = await this.#store.openSession(chatId)
+      } catch (err) {
+        if (/** @type {any} */ (err)?.code !== 'NOT_FOUND') throw err
+        if (!create) return null
+        try {
+          session = await this.#store.createSession({ id: chatId })
+        } catch (err2) {
+          // Another process created it meanwhile.
+          if (/** @type {any} */ (err2)?.code !== 'INVALID_INPUT') throw err2
+          session = await this.#store.openSession(chatId)
+        }
+      }
+      chat = { session, envs: [] }
+      this.#chats.set(chatId, chat)
+    }
+    const from = chat.envs.length === 0 ? 0 : chat.envs[chat.envs.length - 1].seq + 1
+    const more = await chat.session.envelopes({ fromSeq: from })
+    if (more.length > 0) chat.envs.push(...more)
+    if (create && chat.envs.length === 0) {
+      // The chat's first record: what a rewind to before the first message goes back to.
+      chat.envs.push(await chat.session.appendEvent(CHAT_EVENT, { version: 1 }))
+    }
+    return chat
+  }
+
+  /**
+   * The chat's messages, in order; [] for a chat never saved.
+   * @param {string} chatId
+   * @returns {Promise<UIMessage[]>}
+   */
+  async load(chatId) {
+    const id = checkChatId('load', chatId)
+    return this.#serial(id, async () => {
+      const chat = await this.#open(id, false)
+      if (!chat) return []
+      return readChat(currentBranch(chat.envs)).map((s) => settled(s.message))
+    })
+  }
+
+  /**
+   * Stores the chat as the client holds it now, writing only what changed: new messages, new
+   * parts of the last message (a step, a tool's output). A message the client changed or
+   * dropped (edit, regenerate) rewinds the session to before it, then what follows is appended.
+   * @param {string} chatId
+   * @param {UIMessage[]} messages
+   * @returns {Promise<void>}
+   */
+  async save(chatId, messages) {
+    const id = checkChatId('save', chatId)
+    const list = checkMessages('save', messages)
+    // Kept as JSON now: the caller may go on changing its objects while this waits its turn.
+    const snapshot = /** @type {UIMessage[]} */ (JSON.parse(JSON.stringify(list)))
+    return this.#serial(id, () => this.#saveNow(id, snapshot))
+  }
+
+  /**
+   * @param {string} chatId
+   * @param {UIMessage[]} messages
+   */
+  async #saveNow(chatId, messages) {
+    const chat = /** @type {{ session: any, envs: any[] }} */ (await this.#open(chatId, true))
+    const branch = currentBranch(chat.envs)
+    const stored = readChat(branch)
+    // The first message that is not stored as it is now.
+    let i = 0
+    while (i < messages.length && i < stored.length && stored[i].id === messages[i].id &&
+      JSON.stringify(stored[i].message) === JSON.stringify(messages[i])) i++
+    if (i === messages.length && i === stored.length) return
+    let start = i
+    /** @type {number} */
+    let from = 0
+    /** @type {Mirror[]} */
+    let extra = []
+    const last = i === stored.length - 1 && i < messages.length && stored[i].id === messages[i].id
+    if (last) {
+      // The last stored message grew (a step ended, a tool answered): append what it gained if
+      // its stored records are the start of what it mirrors now.
+      const want = mirror(messages[i])
+      const have = stored[i].records
+      if (have.length <= want.length && have.every((r, k) => r.content === JSON.stringify(want[k].content))) {
+        extra = want.slice(have.length)
+        from = commonParts(stored[i].message.parts, messages[i].parts)
+        start = i + 1
+      }
+    }
+    /** @type {any[]} */
+    const out = []
+    if (start === i + 1) {
+      for (const rec of extra) out.push(await this.#appendMirror(chat, messages[i].id, rec))
+      out.push(await chat.session.appendEvent(MESSAGE_EVENT, { from, message: { ...messages[i], parts: messages[i].parts.slice(from) } }))
+    } else if (i < stored.length) {
+      // Messages from i on changed or went: continue from the record before the first of them.
+      const anchor = branch[stored[i].first - 1]
+      await chat.session.rewind(anchor.uuid)
+      chat.envs.push(...(await chat.session.envelopes({ fromSeq: chat.envs[chat.envs.length - 1].seq + 1 })))
+    }
+    for (let k = start; k < messages.length; k++) {
+      const m = messages[k]
+      for (const rec of mirror(m)) out.push(await this.#appendMirror(chat, m.id, rec))
+      out.push(await chat.session.appendEvent(MESSAGE_EVENT, { from: 0, message: m }))
+    }
+    chat.envs.push(...out)
+  }
+
+  /**
+   * @param {{ session: any }} chat
+   * @param {string} messageId
+   * @param {Mirror} rec
+   */
+  async #appendMirror(chat, messageId, rec) {
+    return chat.session.append(rec, { metadata: { [META]: { messageId } } })
+  }
+
+  /**
+   * A callback for the UI message stream's `onStepEnd` (toUIMessageStream /
+   * toUIMessageStreamResponse options of streamText's result): each finished step is stored
+   * before the next starts, so a run killed mid-way keeps its finished steps.
+   * @param {string} chatId
+   * @returns {(event: { messages: UIMessage[] }) => Promise<void>}
+   */
+  onStepEnd(chatId) {
+    const id = checkChatId('onStepEnd', chatId)
+    return (event) => {
+      if (event === null || typeof event !== 'object' || !Array.isArray(event.messages)) {
+        return Promise.reject(fail('INVALID_INPUT', 'onStepEnd: event.messages: expected the UI message stream\'s onStepEnd event ({ messages, responseMessage })'))
+      }
+      return this.save(id, event.messages)
+    }
+  }
+
+  /**
+   * A callback for the UI message stream's `onEnd` (or `onFinish`): stores the whole chat.
+   * @param {string} chatId
+   * @returns {(event: { messages: UIMessage[] }) => Promise<void>}
+   */
+  onEnd(chatId) {
+    const id = checkChatId('onEnd', chatId)
+    return (event) => {
+      if (event === null || typeof event !== 'object' || !Array.isArray(event.messages)) {
+        return Promise.reject(fail('INVALID_INPUT', 'onEnd: event.messages: expected the UI message stream\'s onEnd event ({ messages, responseMessage, ... })'))
+      }
+      return this.save(id, event.messages)
+    }
+  }
+
+  /**
+   * The chat as the AI SDK's ModelMessage[], cut to `maxTokens` as `buildContext` cuts it: whole
+   * turns, oldest first, the latest prompt always kept.
+   * @param {string} chatId
+   * @param {{ maxTokens?: number | undefined }} [options]
+   */
+  async modelMessages(chatId, options = {}) {
+    const id = checkChatId('modelMessages', chatId)
+    if (options === null || typeof options !== 'object') throw fail('INVALID_INPUT', 'modelMessages: options: expected an object')
+    for (const name of Object.keys(options)) {
+      if (name !== 'maxTokens') throw fail('INVALID_INPUT', `modelMessages: options.${name}: unknown option`)
+    }
+    const max = options.maxTokens
+    if (max !== undefined && (!Number.isInteger(max) || max <= 0)) {
+      throw fail('INVALID_INPUT', `modelMessages: options.maxTokens: expected a positive integer, got ${String(max)}`)
+    }
+    const { convertToModelMessages } = await theAi()
+    const kept = await this.#serial(id, async () => {
+      const chat = await this.#open(id, false)
+      if (!chat) return []
+      const stored = readChat(currentBranch(chat.envs))
+      if (max === undefined) return stored.map((s) => settled(s.message))
+      const ctx = await chat.session.buildContext({ target: 'anthropic', maxTokens: max, reasoning: 'keep' })
+      const { startSeq, dropped } = ctx.stats
+      /** @param {number} seq */
+      const gone = (seq) => seq < startSeq || dropped.some((/** @type {any} */ d) => seq >= d.fromSeq && seq <= d.toSeq)
+      // buildContext drops whole turns from the oldest: keep from the first message it kept.
+      let first = stored.findIndex((s) => !(s.records.length > 0 ? s.records : s.seqs.map((seq) => ({ seq }))).some((r) => gone(r.seq)))
+      if (first < 0) first = stored.length
+      return stored.slice(first).map((s) => settled(s.message))
+    })
+    return convertToModelMessages(kept)
+  }
+}
+
+module.exports = { ThreadlineChatStore, INTERRUPTED }
