@@ -320,3 +320,27 @@ describe('ThreadlineChatStore with @ai-sdk/openai', () => {
     assert.deepEqual(server.invalid, [])
   })
 })
+
+// The store-level behaviour on the other engine: this whole file again with every store (the
+// killed child's too) on PostgreSQL, as __test__/postgres.test.js runs the core's files.
+test('ai-sdk.test.js on PostgreSQL', (t) => {
+  if (process.env.THREADLINE_TEST_ENGINE === 'postgres') return // this is that run
+  const base = process.env.THREADLINE_TEST_POSTGRES
+  if (!base) {
+    assert.ok(!process.env.THREADLINE_REQUIRE_POSTGRES, 'THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not')
+    t.diagnostic('THREADLINE_TEST_POSTGRES is not set: run through `node scripts/postgres.js run -- node --test __test__/ai-sdk.test.js`')
+    return
+  }
+  const { NODE_TEST_CONTEXT, ...outer } = process.env
+  const env = {
+    ...outer,
+    THREADLINE_TEST_ENGINE: 'postgres',
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'helpers', 'engine.js')}`.trim(),
+  }
+  const r = require('node:child_process').spawnSync(process.execPath, ['--test', '--test-reporter=tap', __filename], { env, encoding: 'utf8', maxBuffer: 64 << 20 })
+  const counts = Object.fromEntries([...r.stdout.matchAll(/^# (pass|fail) (\d+)$/gm)].map((m) => [m[1], Number(m[2])]))
+  t.diagnostic(`ai-sdk.test.js on PostgreSQL: ${counts.pass} passed, ${counts.fail} failed`)
+  const failed = r.stdout.split('\n').filter((l) => /^\s*not ok/.test(l)).join('\n')
+  assert.equal(r.status, 0, `failed on PostgreSQL:\n${failed}\n${r.stdout.slice(-4000)}\n${r.stderr.slice(-2000)}`)
+  assert.ok(counts.pass > 0 && counts.fail === 0)
+})
