@@ -289,6 +289,21 @@ function commonParts(a, b) {
   return i
 }
 
+/**
+ * A mirror record as appended, naming the UIMessage it belongs to.
+ * @param {string} messageId
+ * @param {Mirror} rec
+ */
+const mirrorRecord = (messageId, rec) => ({ message: rec, metadata: { [META]: { messageId } } })
+
+/**
+ * The event keeping a UIMessage exactly: its parts from `from` on (those before are the
+ * previous version's).
+ * @param {number} from
+ * @param {UIMessage} message
+ */
+const messageEvent = (from, message) => ({ type: 'event', name: MESSAGE_EVENT, data: { from, message } })
+
 class ThreadlineChatStore {
   /** @type {any} */
   #store
@@ -362,10 +377,6 @@ class ThreadlineChatStore {
     const from = chat.envs.length === 0 ? 0 : chat.envs[chat.envs.length - 1].seq + 1
     const more = await chat.session.envelopes({ fromSeq: from })
     if (more.length > 0) chat.envs.push(...more)
-    if (create && chat.envs.length === 0) {
-      // The chat's first record: what a rewind to before the first message goes back to.
-      chat.envs.push(await chat.session.appendEvent(CHAT_EVENT, { version: 1 }))
-    }
     return chat
   }
 
@@ -429,11 +440,14 @@ class ThreadlineChatStore {
         start = i + 1
       }
     }
+    // One transaction for the whole save: a crash leaves the chat as it was or as saved.
     /** @type {any[]} */
-    const out = []
+    const batch = []
+    // The chat's first record: what a rewind to before the first message goes back to.
+    if (chat.envs.length === 0) batch.push({ type: 'event', name: CHAT_EVENT, data: { version: 1 } })
     if (start === i + 1) {
-      for (const rec of extra) out.push(await this.#appendMirror(chat, messages[i].id, rec))
-      out.push(await chat.session.appendEvent(MESSAGE_EVENT, { from, message: { ...messages[i], parts: messages[i].parts.slice(from) } }))
+      for (const rec of extra) batch.push(mirrorRecord(messages[i].id, rec))
+      batch.push(messageEvent(from, { ...messages[i], parts: messages[i].parts.slice(from) }))
     } else if (i < stored.length) {
       // Messages from i on changed or went: continue from the record before the first of them.
       const anchor = branch[stored[i].first - 1]
@@ -442,19 +456,10 @@ class ThreadlineChatStore {
     }
     for (let k = start; k < messages.length; k++) {
       const m = messages[k]
-      for (const rec of mirror(m)) out.push(await this.#appendMirror(chat, m.id, rec))
-      out.push(await chat.session.appendEvent(MESSAGE_EVENT, { from: 0, message: m }))
+      for (const rec of mirror(m)) batch.push(mirrorRecord(m.id, rec))
+      batch.push(messageEvent(0, m))
     }
-    chat.envs.push(...out)
-  }
-
-  /**
-   * @param {{ session: any }} chat
-   * @param {string} messageId
-   * @param {Mirror} rec
-   */
-  async #appendMirror(chat, messageId, rec) {
-    return chat.session.append(rec, { metadata: { [META]: { messageId } } })
+    if (batch.length > 0) chat.envs.push(...(await chat.session.appendMany(batch)))
   }
 
   /**
