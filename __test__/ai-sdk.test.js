@@ -175,6 +175,45 @@ describe('ThreadlineChatStore: storing UIMessages', () => {
     assert.deepEqual(await chats.load('chat-5'), loaded)
   })
 
+  test('two ThreadlineChatStores (two server instances) saving one chat in turn see each other\'s writes', async (t) => {
+    const store = openStore(t)
+    const a = new ThreadlineChatStore(store)
+    const b = new ThreadlineChatStore(store)
+    const u1 = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'one' }] }
+    const a1 = { id: 'a1', role: 'assistant', parts: [{ type: 'text', text: 'first' }] }
+    const u2 = { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'two' }] }
+    await a.save('shared', [u1])
+    await b.save('shared', [u1, a1])
+    await a.save('shared', [u1, a1, u2])
+    const session = store.openSession('shared')
+    assert.deepEqual(session.messages.map((m) => m.content[0].text), ['one', 'first', 'two'])
+    // b regenerates the answer (a rewind); a, saving next, builds on b's branch.
+    const a1b = { id: 'a1b', role: 'assistant', parts: [{ type: 'text', text: 'other' }] }
+    await b.save('shared', [u1, a1b])
+    await a.save('shared', [u1, a1b, u2])
+    assert.deepEqual(await a.load('shared'), [u1, a1b, u2])
+    assert.deepEqual(await b.load('shared'), [u1, a1b, u2])
+    assert.deepEqual(session.messages.map((m) => m.content[0].text), ['one', 'other', 'two'])
+  })
+
+  test('what load gives is the caller\'s to change: the stored chat stays as saved', async (t) => {
+    const chats = new ThreadlineChatStore(openStore(t))
+    const messages = everyPart()
+    await chats.save('own', messages)
+    const loaded = await chats.load('own')
+    loaded[1].parts[0].text = 'changed'
+    loaded.pop()
+    messages[0].parts[0].text = 'changed too'
+    assert.deepEqual(await chats.load('own'), everyPart())
+  })
+
+  test('generateMessageId gives unique ids that sort in the order they were made', (t) => {
+    const chats = new ThreadlineChatStore(openStore(t))
+    const ids = Array.from({ length: 3000 }, () => chats.generateMessageId())
+    assert.equal(new Set(ids).size, ids.length)
+    assert.deepEqual([...ids].sort(), ids)
+  })
+
   test('bad arguments are INVALID_INPUT naming the field, and nothing is written', async (t) => {
     const store = openStore(t)
     const chats = new ThreadlineChatStore(store)
@@ -241,6 +280,52 @@ describe('ThreadlineChatStore with streamText and @ai-sdk/anthropic', () => {
     assert.equal(session.turns.length, 2)
     assert.ok(session.tokenTracker.cumulativeInputTokens > 0, 'usage of each response counted')
     assert.ok(store.search('again').hits.some((h) => h.sessionId === 'run-1'))
+  })
+
+  test('the documented route handler: the client sends its new message, the chat is stored step by step', async (t) => {
+    const [ai, run] = await libs()
+    const { createAnthropic } = await import('@ai-sdk/anthropic')
+    const server = await startModelServer({
+      script: (req) => (req.index % 2 === 0
+        ? reply.blocks([reply.thinking(`look ${req.index}`), reply.toolUse('note', { text: 'x' })])
+        : reply.blocks([reply.thinking(`answer ${req.index}`), `answer ${req.index}`])),
+    })
+    t.after(() => server.close())
+    const chats = new ThreadlineChatStore(openStore(t))
+    const anthropic = createAnthropic({ baseURL: `${server.url}/v1`, apiKey: 'k' })
+    // docs/ai-sdk.md's POST, with this test's model and tools.
+    async function POST(req) {
+      const { id, message } = await req.json()
+      const messages = [...(await chats.load(id)), message]
+      await chats.save(id, messages)
+      const result = ai.streamText({
+        model: anthropic('claude-sonnet-4-5'),
+        messages: await ai.convertToModelMessages(messages),
+        tools: run.tools(),
+        stopWhen: ai.stepCountIs(10),
+        providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 4096 } } },
+      })
+      return result.toUIMessageStreamResponse({
+        originalMessages: messages,
+        generateMessageId: chats.generateMessageId,
+        onStepEnd: chats.onStepEnd(id),
+        onEnd: chats.onEnd(id),
+      })
+    }
+    for (const text of ['first question', 'second question']) {
+      const message = { id: chats.generateMessageId(), role: 'user', parts: [{ type: 'text', text }] }
+      const res = await POST(new Request('http://app.invalid/api/chat', { method: 'POST', body: JSON.stringify({ id: 'route', message }) }))
+      assert.equal(res.status, 200)
+      await res.text() // the browser reads the stream to its end
+    }
+    // onEnd runs after the stream's last chunk: wait for the queued save through load.
+    const chat = await chats.load('route')
+    assert.deepEqual(chat.map((m) => m.role), ['user', 'assistant', 'user', 'assistant'])
+    assert.deepEqual(chat[3].parts.filter((p) => p.type === 'text').map((p) => p.text), ['answer 3'])
+    assert.deepEqual(server.invalid, [])
+    assert.equal(server.modelRequests.length, 4)
+    const ids = chat.map((m) => m.id)
+    assert.deepEqual([...ids].sort(), ids, 'generateMessageId gives ids in the order they were made')
   })
 
   test('modelMessages cuts to maxTokens by whole turns, and what it gives is accepted by the model', async (t) => {

@@ -20,6 +20,8 @@ try {
   throw err
 }
 
+const { randomUUID } = require('node:crypto')
+
 const CHAT_EVENT = 'ai-sdk.chat'
 const MESSAGE_EVENT = 'ai-sdk.message'
 const META = 'ai-sdk'
@@ -30,9 +32,10 @@ const INTERRUPTED =
 /**
  * @typedef {{ id: string, role: 'system' | 'user' | 'assistant', metadata?: unknown, parts: any[] }} UIMessage
  * @typedef {{ role: string, content: any[] }} Mirror  a message record as appended
- * @typedef {{ id: string, message: UIMessage, records: Array<{ seq: number, content: string }>,
- *   seqs: number[], first: number }} Stored
- * @typedef {{ envs: any[], byUuid: Map<string, any> }} Log
+ * @typedef {{ id: string, json: string | undefined, message: UIMessage | undefined,
+ *   records: Array<{ seq: number, content: string }>, seqs: number[], before: string | null }} Stored
+ *   a stored UIMessage (and its JSON, what a save compares with), the records mirroring it, the
+ *   seqs of all its records, and the uuid of the record before its first (what an edit rewinds to)
  */
 
 /** @type {Promise<any> | undefined} */
@@ -224,40 +227,56 @@ function currentBranch(envs) {
 }
 
 /**
- * The chat as stored: each UIMessage in order with the records that mirror it.
- * @param {any[]} branch
+ * The chat as stored, folded record by record along the current branch: each UIMessage in
+ * order with the records that mirror it. Kept per chat and advanced by the records appended
+ * since (a save reads only those); a record that does not continue the branch (a rewind) makes
+ * it fold the branch again from the start.
+ * @typedef {{ lastUuid: string | null, seenSeq: number, byId: Map<string, Stored> }} ChatState
+ */
+
+/** @returns {ChatState} */
+const emptyState = () => ({ lastUuid: null, seenSeq: -1, byId: new Map() })
+
+/**
+ * Folds one record of the branch into the state.
+ * @param {ChatState} state
+ * @param {any} e
+ */
+function fold(state, e) {
+  const before = state.lastUuid
+  state.lastUuid = e.uuid
+  if (e.type === 'event' && e.name === MESSAGE_EVENT) {
+    const { from, message } = e.data
+    let s = state.byId.get(message.id)
+    if (!s) {
+      s = { id: message.id, json: undefined, message: undefined, records: [], seqs: [], before }
+      state.byId.set(message.id, s)
+    }
+    // The parts before `from` are the previous version's; `parts` keeps its place among the keys.
+    s.message = { ...message, parts: (s.message?.parts ?? []).slice(0, from).concat(message.parts) }
+    s.json = JSON.stringify(s.message)
+    s.seqs.push(e.seq)
+    return
+  }
+  const id = e.metadata?.[META]?.messageId
+  if (typeof id !== 'string' || !e.message) return
+  let s = state.byId.get(id)
+  if (!s) {
+    // The records come before the event that names them: the message starts here.
+    s = { id, json: undefined, message: undefined, records: [], seqs: [], before }
+    state.byId.set(id, s)
+  }
+  s.records.push({ seq: e.seq, content: JSON.stringify(e.message.content) })
+  s.seqs.push(e.seq)
+}
+
+/**
+ * The stored messages in order (records without their event, left by a writer that died
+ * between the two, are not a message).
+ * @param {ChatState} state
  * @returns {Stored[]}
  */
-function readChat(branch) {
-  /** @type {Map<string, Stored>} */
-  const byId = new Map()
-  branch.forEach((e, i) => {
-    if (e.type === 'event' && e.name === MESSAGE_EVENT) {
-      const { from, message } = e.data
-      const prev = byId.get(message.id)
-      const parts = (prev?.message ? prev.message.parts.slice(0, from) : []).concat(message.parts)
-      if (prev) {
-        prev.message = { ...message, parts }
-        prev.seqs.push(e.seq)
-      } else {
-        byId.set(message.id, { id: message.id, message: { ...message, parts }, records: [], seqs: [e.seq], first: i })
-      }
-      return
-    }
-    const id = e.metadata?.[META]?.messageId
-    if (typeof id !== 'string' || !e.message) return
-    let s = byId.get(id)
-    if (!s) {
-      // The records come before the event that names them: the message starts here.
-      s = { id, message: /** @type {any} */ (undefined), records: [], seqs: [], first: i }
-      byId.set(id, s)
-    }
-    s.records.push({ seq: e.seq, content: JSON.stringify(e.message.content) })
-    s.seqs.push(e.seq)
-  })
-  // Records whose event never came (a crash between the two) are not a message yet.
-  return [...byId.values()].filter((s) => s.message !== undefined)
-}
+const storedMessages = (state) => [...state.byId.values()].filter((s) => s.json !== undefined)
 
 /**
  * What `load` gives: a tool call left without an outcome (the run was killed or stopped while
@@ -307,8 +326,8 @@ const messageEvent = (from, message) => ({ type: 'event', name: MESSAGE_EVENT, d
 class ThreadlineChatStore {
   /** @type {any} */
   #store
-  /** Each chat's session handle and the log read so far (other processes' appends read on use). */
-  /** @type {Map<string, { session: any, envs: any[] }>} */
+  /** Each chat's session handle and state as read so far (other processes' appends read on use). */
+  /** @type {Map<string, { session: any, state: ChatState }>} */
   #chats = new Map()
   /** The write in flight per chat: the next waits for it (it diffs against what that wrote). */
   /** @type {Map<string, Promise<unknown>>} */
@@ -322,11 +341,18 @@ class ThreadlineChatStore {
       throw fail('INVALID_INPUT', 'ThreadlineChatStore: store: expected a Store from threadline or threadline/promise')
     }
     this.#store = store
-    // An IdGenerator (a plain function) for toUIMessageStream's generateMessageId: time-ordered,
-    // so ids sort as the messages were made.
+    // An IdGenerator (a plain function) for toUIMessageStream's generateMessageId: ids made by
+    // one process sort in the order they were made (milliseconds, then a counter within one).
+    let lastMs = 0
+    let count = 0
     this.generateMessageId = () => {
-      const { randomUUID } = require('node:crypto')
-      return `msg-${Date.now().toString(36)}-${randomUUID().replace(/-/g, '').slice(0, 16)}`
+      const ms = Date.now()
+      if (ms > lastMs) {
+        lastMs = ms
+        count = 0
+      } else count++
+      const tail = randomUUID().replace(/-/g, '').slice(0, 12)
+      return `msg-${lastMs.toString(36).padStart(9, '0')}${count.toString(36).padStart(4, '0')}-${tail}`
     }
   }
 
@@ -350,9 +376,11 @@ class ThreadlineChatStore {
   }
 
   /**
-   * The chat's session and its log up to date, or null for a chat never saved.
+   * The chat's session and its state up to date with the store (records other processes or
+   * handles appended), or null for a chat never saved.
    * @param {string} chatId
    * @param {boolean} create
+   * @returns {Promise<{ session: any, state: ChatState } | null>}
    */
   async #open(chatId, create) {
     let chat = this.#chats.get(chatId)
@@ -371,13 +399,32 @@ class ThreadlineChatStore {
           session = await this.#store.openSession(chatId)
         }
       }
-      chat = { session, envs: [] }
+      chat = { session, state: emptyState() }
       this.#chats.set(chatId, chat)
     }
-    const from = chat.envs.length === 0 ? 0 : chat.envs[chat.envs.length - 1].seq + 1
-    const more = await chat.session.envelopes({ fromSeq: from })
-    if (more.length > 0) chat.envs.push(...more)
+    await this.#advance(chat, await chat.session.envelopes({ fromSeq: chat.state.seenSeq + 1 }))
     return chat
+  }
+
+  /**
+   * Folds records read or appended; one that does not continue the branch folded so far (a
+   * rewind) means reading the whole branch again.
+   * @param {{ session: any, state: ChatState }} chat
+   * @param {any[]} envs
+   */
+  async #advance(chat, envs) {
+    for (const e of envs) {
+      if ((e.parentUuid ?? null) !== chat.state.lastUuid) {
+        const all = await chat.session.envelopes()
+        const state = emptyState()
+        for (const b of currentBranch(all)) fold(state, b)
+        state.seenSeq = all.length > 0 ? all[all.length - 1].seq : -1
+        chat.state = state
+        return
+      }
+      fold(chat.state, e)
+      chat.state.seenSeq = e.seq
+    }
   }
 
   /**
@@ -390,7 +437,8 @@ class ThreadlineChatStore {
     return this.#serial(id, async () => {
       const chat = await this.#open(id, false)
       if (!chat) return []
-      return readChat(currentBranch(chat.envs)).map((s) => settled(s.message))
+      // Copies: what the caller does with them must not change what a save compares against.
+      return storedMessages(chat.state).map((s) => settled(JSON.parse(/** @type {string} */ (s.json))))
     })
   }
 
@@ -405,61 +453,54 @@ class ThreadlineChatStore {
   async save(chatId, messages) {
     const id = checkChatId('save', chatId)
     const list = checkMessages('save', messages)
-    // Kept as JSON now: the caller may go on changing its objects while this waits its turn.
-    const snapshot = /** @type {UIMessage[]} */ (JSON.parse(JSON.stringify(list)))
-    return this.#serial(id, () => this.#saveNow(id, snapshot))
+    // As JSON now: the caller may go on changing its objects while this waits its turn.
+    const texts = list.map((m) => JSON.stringify(m))
+    return this.#serial(id, () => this.#saveNow(id, texts))
   }
 
   /**
    * @param {string} chatId
-   * @param {UIMessage[]} messages
+   * @param {string[]} texts the messages as JSON
    */
-  async #saveNow(chatId, messages) {
-    const chat = /** @type {{ session: any, envs: any[] }} */ (await this.#open(chatId, true))
-    const branch = currentBranch(chat.envs)
-    const stored = readChat(branch)
+  async #saveNow(chatId, texts) {
+    const chat = /** @type {{ session: any, state: ChatState }} */ (await this.#open(chatId, true))
+    const stored = storedMessages(chat.state)
     // The first message that is not stored as it is now.
     let i = 0
-    while (i < messages.length && i < stored.length && stored[i].id === messages[i].id &&
-      JSON.stringify(stored[i].message) === JSON.stringify(messages[i])) i++
-    if (i === messages.length && i === stored.length) return
-    let start = i
-    /** @type {number} */
-    let from = 0
-    /** @type {Mirror[]} */
-    let extra = []
-    const last = i === stored.length - 1 && i < messages.length && stored[i].id === messages[i].id
-    if (last) {
-      // The last stored message grew (a step ended, a tool answered): append what it gained if
-      // its stored records are the start of what it mirrors now.
-      const want = mirror(messages[i])
-      const have = stored[i].records
-      if (have.length <= want.length && have.every((r, k) => r.content === JSON.stringify(want[k].content))) {
-        extra = want.slice(have.length)
-        from = commonParts(stored[i].message.parts, messages[i].parts)
-        start = i + 1
-      }
-    }
+    while (i < texts.length && i < stored.length && stored[i]?.json === texts[i]) i++
+    if (i === texts.length && i === stored.length) return
+    /** @type {UIMessage[]} the messages from i on (those before are stored as they are) */
+    const changed = texts.slice(i).map((t) => JSON.parse(t))
     // One transaction for the whole save: a crash leaves the chat as it was or as saved.
     /** @type {any[]} */
     const batch = []
-    // The chat's first record: what a rewind to before the first message goes back to.
-    if (chat.envs.length === 0) batch.push({ type: 'event', name: CHAT_EVENT, data: { version: 1 } })
-    if (start === i + 1) {
-      for (const rec of extra) batch.push(mirrorRecord(messages[i].id, rec))
-      batch.push(messageEvent(from, { ...messages[i], parts: messages[i].parts.slice(from) }))
-    } else if (i < stored.length) {
-      // Messages from i on changed or went: continue from the record before the first of them.
-      const anchor = branch[stored[i].first - 1]
-      await chat.session.rewind(anchor.uuid)
-      chat.envs.push(...(await chat.session.envelopes({ fromSeq: chat.envs[chat.envs.length - 1].seq + 1 })))
+    let next = 0
+    const was = stored[i]
+    const now = changed[0]
+    if (was?.message && now && i === stored.length - 1 && was.id === now.id) {
+      // The last stored message grew (a step ended, a tool answered): append what it gained if
+      // its stored records are the start of what it mirrors now.
+      const want = mirror(now)
+      const have = was.records
+      if (have.length <= want.length && have.every((r, k) => r.content === JSON.stringify(want[k]?.content))) {
+        const from = commonParts(was.message.parts, now.parts)
+        for (const rec of want.slice(have.length)) batch.push(mirrorRecord(now.id, rec))
+        batch.push(messageEvent(from, { ...now, parts: now.parts.slice(from) }))
+        next = 1
+      }
     }
-    for (let k = start; k < messages.length; k++) {
-      const m = messages[k]
+    if (next === 0 && was) {
+      // Messages from i on changed or went: continue from the record before the first of them.
+      await chat.session.rewind(was.before)
+      await this.#open(chatId, true)
+    }
+    // The chat's first record: what a rewind to before the first message goes back to.
+    if (chat.state.seenSeq < 0) batch.unshift({ type: 'event', name: CHAT_EVENT, data: { version: 1 } })
+    for (const m of changed.slice(next)) {
       for (const rec of mirror(m)) batch.push(mirrorRecord(m.id, rec))
       batch.push(messageEvent(0, m))
     }
-    if (batch.length > 0) chat.envs.push(...(await chat.session.appendMany(batch)))
+    if (batch.length > 0) await this.#advance(chat, await chat.session.appendMany(batch))
   }
 
   /**
@@ -514,8 +555,10 @@ class ThreadlineChatStore {
     const kept = await this.#serial(id, async () => {
       const chat = await this.#open(id, false)
       if (!chat) return []
-      const stored = readChat(currentBranch(chat.envs))
-      if (max === undefined) return stored.map((s) => settled(s.message))
+      const stored = storedMessages(chat.state)
+      /** @param {Stored} s */
+      const copy = (s) => settled(JSON.parse(/** @type {string} */ (s.json)))
+      if (max === undefined) return stored.map(copy)
       const ctx = await chat.session.buildContext({ target: 'anthropic', maxTokens: max, reasoning: 'keep' })
       const { startSeq, dropped } = ctx.stats
       /** @param {number} seq */
@@ -523,7 +566,7 @@ class ThreadlineChatStore {
       // buildContext drops whole turns from the oldest: keep from the first message it kept.
       let first = stored.findIndex((s) => !(s.records.length > 0 ? s.records : s.seqs.map((seq) => ({ seq }))).some((r) => gone(r.seq)))
       if (first < 0) first = stored.length
-      return stored.slice(first).map((s) => settled(s.message))
+      return stored.slice(first).map(copy)
     })
     return convertToModelMessages(kept)
   }
