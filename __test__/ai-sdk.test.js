@@ -328,6 +328,62 @@ describe('ThreadlineChatStore with streamText and @ai-sdk/anthropic', () => {
     assert.deepEqual([...ids].sort(), ids, 'generateMessageId gives ids in the order they were made')
   })
 
+  test('a run stopped while its tool runs (the user pressed stop): the next turn is valid, not "Tool result is missing"', async (t) => {
+    const [ai, run] = await libs()
+    const server = await startModelServer({
+      script: (req) => (req.index === 0
+        ? reply.blocks([reply.thinking('wait for it'), reply.toolUse('wait', {})])
+        : reply.blocks([reply.thinking('after the stop'), 'ok'])),
+    })
+    t.after(() => server.close())
+    const chats = new ThreadlineChatStore(openStore(t))
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'wait' }] }
+    await chats.save('stopped', [user])
+    const stop = new AbortController()
+    let started
+    const toolRuns = new Promise((resolve) => { started = resolve })
+    const result = ai.streamText({
+      model: run.anthropicModel(server.url),
+      messages: await ai.convertToModelMessages([user]),
+      tools: {
+        wait: ai.tool({
+          inputSchema: ai.jsonSchema({ type: 'object', properties: {} }),
+          execute: (_input, { abortSignal }) => new Promise((_resolve, reject) => {
+            started()
+            abortSignal?.addEventListener('abort', () => reject(new Error('aborted')))
+          }),
+        }),
+      },
+      stopWhen: ai.stepCountIs(5),
+      abortSignal: stop.signal,
+      providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } },
+    })
+    let ended
+    const end = new Promise((resolve) => { ended = resolve })
+    const onEnd = chats.onEnd('stopped')
+    const stream = result.toUIMessageStream({
+      originalMessages: [user],
+      generateMessageId: chats.generateMessageId,
+      onStepEnd: chats.onStepEnd('stopped'),
+      onEnd: async (e) => { await onEnd(e); ended(e) },
+    })
+    const reading = (async () => { for await (const _ of stream) { /* the client */ } })()
+    await toolRuns
+    stop.abort()
+    await reading.catch(() => {})
+    const event = await end
+    assert.equal(event.isAborted, true)
+    const loaded = await chats.load('stopped')
+    const call = loaded[1].parts.find((p) => p.type === 'tool-wait')
+    assert.equal(call.state, 'output-error')
+    assert.equal(call.errorText, INTERRUPTED)
+    await run.turn({ chats, chatId: 'stopped', model: run.anthropicModel(server.url), text: 'go on' })
+    assert.deepEqual(server.invalid, [])
+    assert.equal(server.modelRequests.length, 2)
+    const last = server.modelRequests[1].body.messages
+    assert.ok(last.some((m) => Array.isArray(m.content) && m.content.some((b) => b.type === 'tool_result' && b.is_error)))
+  })
+
   test('modelMessages cuts to maxTokens by whole turns, and what it gives is accepted by the model', async (t) => {
     const [, run] = await libs()
     const server = await startModelServer({ script: (req) => reply.text(`answer ${'x'.repeat(400)} ${req.index}`) })
