@@ -32,7 +32,7 @@ export declare class ThreadlineChatStore {
   save(chatId: string, messages: ReadonlyArray<UIMessage>): Promise<void>
   /** An IdGenerator for `toUIMessageStream({ generateMessageId })`. */
   readonly generateMessageId: IdGenerator
-  /** For `toUIMessageStream({ onStepEnd })`: each finished step is stored before the next. */
+  /** For `toUIMessageStream({ onStepEnd })`: each step is stored as it ends (the stream waits for it). */
   onStepEnd(chatId: string): (event: { messages: UIMessage[] }) => Promise<void>
   /** For `toUIMessageStream({ onEnd })` (or `onFinish`): stores the chat at the end. */
   onEnd(chatId: string): (event: { messages: UIMessage[] }) => Promise<void>

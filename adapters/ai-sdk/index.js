@@ -505,8 +505,8 @@ class ThreadlineChatStore {
 
   /**
    * A callback for the UI message stream's `onStepEnd` (toUIMessageStream /
-   * toUIMessageStreamResponse options of streamText's result): each finished step is stored
-   * before the next starts, so a run killed mid-way keeps its finished steps.
+   * toUIMessageStreamResponse options of streamText's result): each step is stored as it ends
+   * (the stream waits for the save), so a run killed mid-way keeps its finished steps.
    * @param {string} chatId
    * @returns {(event: { messages: UIMessage[] }) => Promise<void>}
    */
