@@ -196,6 +196,32 @@ describe('ThreadlineChatStore: storing UIMessages', () => {
     assert.deepEqual(session.messages.map((m) => m.content[0].text), ['one', 'other', 'two'])
   })
 
+  test('another live process that saved the chat does not keep this one from saving it (two server instances)', async (t) => {
+    const dir = tmpDir(t)
+    const where = path.join(dir, 'chats.db')
+    const u1 = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'from the other instance' }] }
+    const a1 = { id: 'a1', role: 'assistant', parts: [{ type: 'text', text: 'answered there' }] }
+    // The other instance saves, then stays alive (its store open) until this test ends.
+    const code = `
+      require(${JSON.stringify(path.join(__dirname, 'helpers', 'engine.js'))})
+      const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))})
+      const { ThreadlineChatStore } = require(${JSON.stringify(path.join(__dirname, '..', 'adapters', 'ai-sdk'))})
+      const chats = new ThreadlineChatStore(Store.open(process.argv[1]))
+      chats.save('shared', JSON.parse(process.argv[2])).then(() => { process.stdout.write('saved\\n'); setInterval(() => {}, 1000) },
+        (e) => { console.error(e); process.exit(1) })`
+    const child = spawn(process.execPath, ['-e', code, where, JSON.stringify([u1, a1])], { stdio: ['ignore', 'pipe', 'inherit'] })
+    t.after(() => child.kill('SIGKILL'))
+    await new Promise((resolve, reject) => {
+      child.stdout.on('data', (d) => { if (String(d).includes('saved')) resolve() })
+      child.on('exit', (c) => reject(new Error(`the other instance exited with ${c}`)))
+    })
+    const chats = new ThreadlineChatStore(openStore(t, dir))
+    assert.deepEqual(await chats.load('shared'), [u1, a1])
+    const u2 = { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'and here' }] }
+    await chats.save('shared', [u1, a1, u2])
+    assert.deepEqual(await chats.load('shared'), [u1, a1, u2])
+  })
+
   test('what load gives is the caller\'s to change: the stored chat stays as saved', async (t) => {
     const chats = new ThreadlineChatStore(openStore(t))
     const messages = everyPart()
@@ -382,6 +408,26 @@ describe('ThreadlineChatStore with streamText and @ai-sdk/anthropic', () => {
     assert.equal(server.modelRequests.length, 2)
     const last = server.modelRequests[1].body.messages
     assert.ok(last.some((m) => Array.isArray(m.content) && m.content.some((b) => b.type === 'tool_result' && b.is_error)))
+  })
+
+  test('after a run ends (onEnd), another process can save the chat while this one lives on', async (t) => {
+    const [, run] = await libs()
+    const server = await startModelServer({ script: () => reply.blocks([reply.thinking('hm'), 'hi']) })
+    t.after(() => server.close())
+    const dir = tmpDir(t)
+    const chats = new ThreadlineChatStore(openStore(t, dir))
+    const after = await run.turn({ chats, chatId: 'handover', model: run.anthropicModel(server.url), text: 'hello' })
+    const more = [...after, { id: 'u9', role: 'user', parts: [{ type: 'text', text: 'from elsewhere' }] }]
+    const code = `
+      require(${JSON.stringify(path.join(__dirname, 'helpers', 'engine.js'))})
+      const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))})
+      const { ThreadlineChatStore } = require(${JSON.stringify(path.join(__dirname, '..', 'adapters', 'ai-sdk'))})
+      new ThreadlineChatStore(Store.open(process.argv[1])).save('handover', JSON.parse(process.argv[2]))
+        .catch((e) => { console.error(e.code, e.message); process.exit(1) })`
+    const r = require('node:child_process').spawnSync(process.execPath, ['-e', code, path.join(dir, 'chats.db'), JSON.stringify(more)], { encoding: 'utf8' })
+    assert.equal(r.status, 0, r.stderr)
+    // As JSON keeps it: the AI SDK's response message has `metadata: undefined`.
+    assert.deepEqual(await chats.load('handover'), JSON.parse(JSON.stringify(more)))
   })
 
   test('modelMessages cuts to maxTokens by whole turns, and what it gives is accepted by the model', async (t) => {

@@ -53,12 +53,12 @@ export async function turn({ chats, chatId, model, text, marker, thinking = true
     onEnd: async (e) => {
       if (memory) memory.messages = e.messages
       else await chats.onEnd(chatId)(e)
-      ended()
+      ended(e.messages)
     },
   })
   for await (const _ of stream) { /* the client's side of the stream */ }
-  await done
-  return memory ? memory.messages : chats.load(chatId)
+  // The chat as the client holds it at the end (nothing is read back from the store here).
+  return done
 }
 
 export function anthropicModel(url) {

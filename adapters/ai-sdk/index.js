@@ -25,6 +25,22 @@ const { randomUUID } = require('node:crypto')
 const CHAT_EVENT = 'ai-sdk.chat'
 const MESSAGE_EVENT = 'ai-sdk.message'
 const META = 'ai-sdk'
+/** How many chats' states are kept between operations (each is the chat's messages as JSON). */
+const STATES = 64
+/** How long a session stays open after a run's step with no further operation on the chat. */
+const HOLD_MS = 5000
+
+/**
+ * Closes a session handle; one whose store was closed meanwhile is closed already.
+ * @param {any} session
+ */
+async function closeQuietly(session) {
+  try {
+    await session.close()
+  } catch {
+    // CLOSED: the store went first, which released the session.
+  }
+}
 /** The text an unanswered tool call comes back with after a crash (an `output-error`). */
 const INTERRUPTED =
   'interrupted: the run ended (killed or stopped) before this tool call finished; its outcome is unknown'
@@ -297,8 +313,8 @@ function settled(m) {
   return { ...m, parts }
 }
 
-/** The longest common prefix of two part lists, compared as stored (JSON). */
 /**
+ * The longest common prefix of two part lists, compared as stored (JSON).
  * @param {any[]} a
  * @param {any[]} b
  */
@@ -326,9 +342,12 @@ const messageEvent = (from, message) => ({ type: 'event', name: MESSAGE_EVENT, d
 class ThreadlineChatStore {
   /** @type {any} */
   #store
-  /** Each chat's session handle and state as read so far (other processes' appends read on use). */
-  /** @type {Map<string, { session: any, state: ChatState }>} */
-  #chats = new Map()
+  /** The chats' states as last folded (least recently used first); what was appended since is read on use. */
+  /** @type {Map<string, ChatState>} */
+  #states = new Map()
+  /** Sessions left open between the steps of a run, with the timer closing them if it dies. */
+  /** @type {Map<string, { session: any, timer: ReturnType<typeof setTimeout> }>} */
+  #held = new Map()
   /** The write in flight per chat: the next waits for it (it diffs against what that wrote). */
   /** @type {Map<string, Promise<unknown>>} */
   #tails = new Map()
@@ -376,34 +395,90 @@ class ThreadlineChatStore {
   }
 
   /**
-   * The chat's session and its state up to date with the store (records other processes or
-   * handles appended), or null for a chat never saved.
+   * Runs `fn` on the chat, after the chat's previous operation, with its session open and its
+   * state brought up to date with the store (records other processes or handles appended);
+   * `fn(null)` for a chat never saved unless `create`.
+   * A write makes this process the session's owner until the session is closed, and another
+   * server instance must be able to save the chat next: so the session is closed after each
+   * operation, except within a run (`hold`: a step's save), where the next step's save follows
+   * soon; a held session is closed by the run's end (`onEnd`), by any other operation, or after
+   * HOLD_MS without one (the run died without ending).
+   * @template T
    * @param {string} chatId
    * @param {boolean} create
-   * @returns {Promise<{ session: any, state: ChatState } | null>}
+   * @param {boolean} hold
+   * @param {(chat: { session: any, state: ChatState } | null) => Promise<T>} fn
+   * @returns {Promise<T>}
    */
-  async #open(chatId, create) {
-    let chat = this.#chats.get(chatId)
-    if (!chat) {
-      let session
-      try {
-        session = await this.#store.openSession(chatId)
-      } catch (err) {
-        if (/** @type {any} */ (err)?.code !== 'NOT_FOUND') throw err
-        if (!create) return null
+  #use(chatId, create, hold, fn) {
+    return this.#serial(chatId, async () => {
+      const held = this.#held.get(chatId)
+      let session = held?.session
+      if (held) {
+        clearTimeout(held.timer)
+        this.#held.delete(chatId)
+      } else {
         try {
-          session = await this.#store.createSession({ id: chatId })
-        } catch (err2) {
-          // Another process created it meanwhile.
-          if (/** @type {any} */ (err2)?.code !== 'INVALID_INPUT') throw err2
           session = await this.#store.openSession(chatId)
+        } catch (err) {
+          if (/** @type {any} */ (err)?.code !== 'NOT_FOUND') throw err
+          if (!create) return fn(null)
+          try {
+            session = await this.#store.createSession({ id: chatId })
+          } catch (err2) {
+            // Another process created it meanwhile.
+            if (/** @type {any} */ (err2)?.code !== 'INVALID_INPUT') throw err2
+            session = await this.#store.openSession(chatId)
+          }
         }
       }
-      chat = { session, state: emptyState() }
-      this.#chats.set(chatId, chat)
+      let keep = false
+      try {
+        const state = this.#states.get(chatId)
+        if (state) this.#states.delete(chatId) // re-inserted below: the most recent last
+        const chat = { session, state: state ?? emptyState() }
+        await this.#catchUp(chat)
+        const out = await fn(chat)
+        this.#keep(chatId, chat.state)
+        keep = hold
+        return out
+      } finally {
+        if (keep) {
+          const timer = setTimeout(() => {
+            if (this.#held.get(chatId)?.session !== session) return
+            this.#held.delete(chatId)
+            // Through the queue: an operation under way keeps using it meanwhile.
+            this.#serial(chatId, async () => { await closeQuietly(session) }).catch(() => {})
+          }, HOLD_MS)
+          timer.unref?.()
+          this.#held.set(chatId, { session, timer })
+        } else {
+          await closeQuietly(session)
+        }
+      }
+    })
+  }
+
+  /**
+   * Keeps a chat's state for its next operation; the least recently used beyond STATES are
+   * dropped (read again from the store when needed).
+   * @param {string} chatId
+   * @param {ChatState} state
+   */
+  #keep(chatId, state) {
+    this.#states.set(chatId, state)
+    for (const id of this.#states.keys()) {
+      if (this.#states.size <= STATES) break
+      this.#states.delete(id)
     }
+  }
+
+  /**
+   * Folds the records appended since the state was last brought up to date.
+   * @param {{ session: any, state: ChatState }} chat
+   */
+  async #catchUp(chat) {
     await this.#advance(chat, await chat.session.envelopes({ fromSeq: chat.state.seenSeq + 1 }))
-    return chat
   }
 
   /**
@@ -434,8 +509,7 @@ class ThreadlineChatStore {
    */
   async load(chatId) {
     const id = checkChatId('load', chatId)
-    return this.#serial(id, async () => {
-      const chat = await this.#open(id, false)
+    return this.#use(id, false, false, async (chat) => {
       if (!chat) return []
       // Copies: what the caller does with them must not change what a save compares against.
       return storedMessages(chat.state).map((s) => settled(JSON.parse(/** @type {string} */ (s.json))))
@@ -452,18 +526,26 @@ class ThreadlineChatStore {
    */
   async save(chatId, messages) {
     const id = checkChatId('save', chatId)
-    const list = checkMessages('save', messages)
-    // As JSON now: the caller may go on changing its objects while this waits its turn.
-    const texts = list.map((m) => JSON.stringify(m))
-    return this.#serial(id, () => this.#saveNow(id, texts))
+    return this.#save(id, messages, false)
   }
 
   /**
    * @param {string} chatId
+   * @param {unknown} messages
+   * @param {boolean} hold keep the session open for the run's next step
+   */
+  #save(chatId, messages, hold) {
+    const list = checkMessages('save', messages)
+    // As JSON now: the caller may go on changing its objects while this waits its turn.
+    const texts = list.map((m) => JSON.stringify(m))
+    return this.#use(chatId, true, hold, (chat) => this.#saveNow(/** @type {any} */ (chat), texts))
+  }
+
+  /**
+   * @param {{ session: any, state: ChatState }} chat
    * @param {string[]} texts the messages as JSON
    */
-  async #saveNow(chatId, texts) {
-    const chat = /** @type {{ session: any, state: ChatState }} */ (await this.#open(chatId, true))
+  async #saveNow(chat, texts) {
     const stored = storedMessages(chat.state)
     // The first message that is not stored as it is now.
     let i = 0
@@ -492,7 +574,7 @@ class ThreadlineChatStore {
     if (next === 0 && was) {
       // Messages from i on changed or went: continue from the record before the first of them.
       await chat.session.rewind(was.before)
-      await this.#open(chatId, true)
+      await this.#catchUp(chat)
     }
     // The chat's first record: what a rewind to before the first message goes back to.
     if (chat.state.seenSeq < 0) batch.unshift({ type: 'event', name: CHAT_EVENT, data: { version: 1 } })
@@ -516,7 +598,7 @@ class ThreadlineChatStore {
       if (event === null || typeof event !== 'object' || !Array.isArray(event.messages)) {
         return Promise.reject(fail('INVALID_INPUT', 'onStepEnd: event.messages: expected the UI message stream\'s onStepEnd event ({ messages, responseMessage })'))
       }
-      return this.save(id, event.messages)
+      return this.#save(id, event.messages, true)
     }
   }
 
@@ -552,8 +634,7 @@ class ThreadlineChatStore {
       throw fail('INVALID_INPUT', `modelMessages: options.maxTokens: expected a positive integer, got ${String(max)}`)
     }
     const { convertToModelMessages } = await theAi()
-    const kept = await this.#serial(id, async () => {
-      const chat = await this.#open(id, false)
+    const kept = await this.#use(id, false, false, async (chat) => {
       if (!chat) return []
       const stored = storedMessages(chat.state)
       /** @param {Stored} s */
