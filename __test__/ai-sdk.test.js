@@ -258,6 +258,27 @@ describe('ThreadlineChatStore: storing UIMessages', () => {
     assert.deepEqual(store.listSessions(), [], 'no session was created by refused calls')
   })
 
+  test('without `ai` installed the import fails at once with MODULE_NOT_FOUND and the npm command', () => {
+    const code = `
+      const Module = require('node:module')
+      const resolve = Module._resolveFilename
+      Module._resolveFilename = function (request, ...rest) {
+        if (request === 'ai') { const e = new Error("Cannot find module 'ai'"); e.code = 'MODULE_NOT_FOUND'; throw e }
+        return resolve.call(this, request, ...rest)
+      }
+      try { require(${JSON.stringify(path.join(__dirname, '..', 'adapters', 'ai-sdk'))}); console.log('loaded') }
+      catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`
+    const r = require('node:child_process').spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' })
+    assert.deepEqual(JSON.parse(r.stdout), { code: 'MODULE_NOT_FOUND', message: 'threadline/ai-sdk needs the Vercel AI SDK: npm install ai' })
+  })
+
+  test('the ESM entry point gives the same class', async () => {
+    const esm = await import('../adapters/ai-sdk/index.mjs')
+    assert.equal(esm.ThreadlineChatStore, ThreadlineChatStore)
+    assert.equal(esm.INTERRUPTED, INTERRUPTED)
+    assert.equal(esm.default.ThreadlineChatStore, ThreadlineChatStore)
+  })
+
   test('the promise API store works the same', async (t) => {
     const store = await promiseApi.Store.open(path.join(tmpDir(t), 'p.db'))
     t.after(() => store.close())
