@@ -49,4 +49,6 @@ export async function check(
   await chats.save('chat', context)
   // @ts-expect-error the chat id is a string
   chats.onEnd(1)
+  // @ts-expect-error onStepEnd is the UI message stream's callback (it gets UIMessages), not streamText's own
+  ai.streamText({ model, messages: context, onStepEnd: chats.onStepEnd('chat') })
 }
