@@ -426,9 +426,9 @@ class ThreadlineChatStore {
           try {
             session = await this.#store.createSession({ id: chatId })
           } catch (err2) {
-            // Another process created it meanwhile.
+            // Another process created it meanwhile (else the id itself was refused: say that).
             if (/** @type {any} */ (err2)?.code !== 'INVALID_INPUT') throw err2
-            session = await this.#store.openSession(chatId)
+            session = await this.#store.openSession(chatId).catch(() => { throw err2 })
           }
         }
       }
