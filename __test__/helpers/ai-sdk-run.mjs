@@ -10,14 +10,20 @@ import { createAnthropic } from '@ai-sdk/anthropic'
 
 const require = createRequire(import.meta.url)
 
-/** The tools of the scripted runs: `note` answers at once, `wait` writes a marker and blocks. */
-export function tools({ marker } = {}) {
+/**
+ * The tools of the scripted runs: `note` answers at once, `wait` writes a marker and blocks.
+ * `ready`: a promise `wait` awaits before writing the marker (the SIGKILL test's run waits for
+ * its first step's save: the AI SDK calls onStepEnd from the UI message stream while streamText
+ * already goes on with the next step, so a kill at that moment may come before the save).
+ */
+export function tools({ marker, ready } = {}) {
   const obj = jsonSchema({ type: 'object', properties: { text: { type: 'string' } } })
   return {
     note: tool({ inputSchema: obj, execute: async ({ text }) => ({ noted: text ?? '' }) }),
     wait: tool({
       inputSchema: obj,
       execute: async () => {
+        await ready
         if (marker) fs.writeFileSync(marker, 'running')
         return new Promise(() => {}) // until killed
       },
@@ -35,10 +41,12 @@ export async function turn({ chats, chatId, model, text, marker, thinking = true
   const userMessage = { id: memory ? `u${before.length}` : chats.generateMessageId(), role: 'user', parts: [{ type: 'text', text }] }
   const messages = [...before, userMessage]
   if (!memory) await chats.save(chatId, messages)
+  let stepSaved
+  const ready = new Promise((resolve) => { stepSaved = resolve })
   const result = streamText({
     model,
     messages: await convertToModelMessages(messages),
-    tools: tools({ marker }),
+    tools: tools({ marker, ready }),
     stopWhen: stepCountIs(8),
     ...(thinking ? { providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } } } : {}),
   })
@@ -49,7 +57,7 @@ export async function turn({ chats, chatId, model, text, marker, thinking = true
     generateMessageId: memory ? () => `a${messages.length}` : chats.generateMessageId,
     ...(memory
       ? { onStepEnd: (e) => { memory.messages = e.messages } }
-      : onStepEnd ? { onStepEnd: chats.onStepEnd(chatId) } : {}),
+      : onStepEnd ? { onStepEnd: async (e) => { await chats.onStepEnd(chatId)(e); stepSaved() } } : {}),
     onEnd: async (e) => {
       if (memory) memory.messages = e.messages
       else await chats.onEnd(chatId)(e)
