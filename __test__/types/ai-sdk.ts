@@ -1,6 +1,9 @@
 // threadline/ai-sdk against the AI SDK's own types (it defines no storage interface): the
 // callbacks are the UI message stream's, the id generator its IdGenerator, what load gives goes
 // to convertToModelMessages and what modelMessages gives to streamText, over either API's Store.
+// tsconfig.ai-sdk.json sets skipLibCheck: ai 7's own declarations do not compile under
+// exactOptionalPropertyTypes (errors in @ai-sdk/provider-utils) and need @types/json-schema;
+// with skipLibCheck false, this file and adapters/ai-sdk/index.d.ts give no error of their own.
 import type {
   IdGenerator,
   InferUITools,
