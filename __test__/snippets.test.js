@@ -116,7 +116,7 @@ test('every ts/js code block of README.md and docs/*.md compiles (strict, exactO
         moduleResolution: 'node16',
         moduleDetection: 'force',
         types: ['node'],
-        // The frameworks' declarations need the DOM lib's fetch types, and @openai/agents' own
+        // The frameworks' declarations need the DOM lib's fetch types, and @openai/agents' and ai's own
         // .d.ts files do not compile under these options (types.test.js checks the library's
         // declarations with skipLibCheck off); the snippets are what is checked here.
         lib: ['ES2022', 'DOM'],
@@ -127,6 +127,7 @@ test('every ts/js code block of README.md and docs/*.md compiles (strict, exactO
           'threadline/claude-agent-sdk': [path.join(root, 'adapters', 'claude-agent-sdk', 'index.d.ts')],
           'threadline/anthropic': [path.join(root, 'adapters', 'anthropic', 'index.d.ts')],
           'threadline/openai-agents': [path.join(root, 'adapters', 'openai-agents', 'index.d.ts')],
+          'threadline/ai-sdk': [path.join(root, 'adapters', 'ai-sdk', 'index.d.ts')],
         },
       },
       files,
