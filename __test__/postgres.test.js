@@ -15,7 +15,7 @@ const ENGINE = path.join(__dirname, 'helpers', 'engine.js')
 // Every one of these passes whole on both engines.
 const FILES = [
   'turns', 'context', 'recall', 'roundtrip', 'interop', 'fixtures', 'validity', 'validate',
-  'journal', 'recovery-crash', 'maintenance',
+  'journal', 'recovery-crash', 'maintenance', 'claude-agent-sdk-store',
 ]
 
 for (const name of FILES) {
