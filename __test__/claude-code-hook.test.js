@@ -7,11 +7,14 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
+const { spawn } = require('node:child_process')
+const { setTimeout: sleep } = require('node:timers/promises')
 
 const { lib, tmpDir, expectError, expectRejection } = require('./helpers/util')
 const promise = require('../promise.js')
 
 const HOOK = Symbol.for('threadline.claudeCode')
+const CRASH_WRITER = path.join(__dirname, 'helpers', 'crash-writer.js')
 
 let schemas = 0
 // The stores a test runs on: a SQLite file, and a PostgreSQL schema when there is a server.
@@ -115,5 +118,33 @@ test('a refused entry is reported, kept, and the rest stored; bad calls are INVA
     assert.equal(store[HOOK]('load', { ...KEY, sessionId: 'other' }), null)
   } finally {
     store.close()
+  }
+})
+
+test('an append to a session another live process writes is SESSION_LOCKED, its sidecar not stored either', { timeout: 60_000 }, async (t) => {
+  for (const [engine, where] of locations(t, 'locked')) {
+    const store = lib.Store.open(where)
+    try {
+      store[HOOK]('append', KEY, ENTRIES.slice(0, 2), { mtime: 1 })
+      const child = spawn(process.execPath, [CRASH_WRITER, where, KEY.sessionId, 'holder'], { stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      child.stdout.on('data', (d) => { out += d })
+      const exited = new Promise((resolve) => child.on('exit', resolve))
+      try {
+        while (!out.includes('\nS ') && !out.includes('\nB ')) await sleep(5)
+        expectError(() => store[HOOK]('append', KEY, ENTRIES.slice(2), { mtime: 2 }), 'SESSION_LOCKED')
+        // one transaction: neither the entries nor the sidecar
+        assert.equal(store[HOOK]('sessions', KEY.projectKey)[0].mtime, 1, engine)
+        assert.ok(!store[HOOK]('load', KEY).some((e) => e.uuid === 'b1'), engine)
+      } finally {
+        child.kill('SIGKILL')
+        await exited
+      }
+      // the writer gone, the SDK's retry lands
+      store[HOOK]('append', KEY, ENTRIES.slice(2), { mtime: 2 })
+      assert.equal(store[HOOK]('sessions', KEY.projectKey)[0].mtime, 2, engine)
+    } finally {
+      store.close()
+    }
   }
 })

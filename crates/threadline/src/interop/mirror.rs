@@ -212,8 +212,8 @@ pub fn append(
                 Entry::Refused(_) => None,
             })
             .collect();
-        let options = new_options(key, &place, &lines, sidecar.clone());
         let derived = Derived::of(&lines);
+        let options = new_options(key, &place, &lines, &derived, sidecar.clone());
         drop(lines);
         let mut report = AppendReport {
             session_id: place.id.clone(),
@@ -221,7 +221,7 @@ pub fn append(
         };
         store.write_upserting(&place.id, options, |w, created| {
             report.created = created;
-            write(w, created, key, &place, entries, entries_json, &mut report)?;
+            write(w, created, &place, entries, entries_json, &mut report)?;
             if !created {
                 update_row(w, key, &derived, sidecar)?;
             }
@@ -283,9 +283,9 @@ fn new_options(
     key: &Key,
     place: &Place,
     lines: &[&Line],
+    d: &Derived,
     sidecar: Option<Map<String, Value>>,
 ) -> SessionOptions {
-    let d = Derived::of(lines);
     let mut o = SessionOptions {
         project: key
             .project
@@ -358,13 +358,11 @@ fn sdk_meta(
 fn write(
     w: &mut Writer,
     created: bool,
-    key: &Key,
     place: &Place,
     entries: Vec<Entry>,
     entries_json: &str,
     report: &mut AppendReport,
 ) -> Result<()> {
-    let _ = key;
     let base = w.tail.next_seq;
     let session = place.id.as_str();
     // An id for an entry without one: from the session, the entry, where the call began in the
