@@ -19,7 +19,9 @@
 // long sessions (bench/long.js; BENCH_LONG=0), search (bench/search.js; BENCH_SEARCH=0) and the
 // engines against their bare clients (bench/postgres.js, SQLite and PostgreSQL; BENCH_POSTGRES=0;
 // it starts a throwaway PostgreSQL server unless THREADLINE_TEST_POSTGRES names one), and import
-// throughput and the command line (bench/interop.js; BENCH_INTEROP=0). BENCH_MILLION=1 adds a
+// throughput and the command line (bench/interop.js; BENCH_INTEROP=0), and the framework adapters
+// against their frameworks' own stores (bench/claude-agent-sdk.js, ai-sdk.js, openai-agents.js,
+// anthropic.js; BENCH_ADAPTERS=0). BENCH_MILLION=1 adds a
 // session of 1,000,000 records (bench/million.js: buildContext, compactionPlan and the first
 // search against 3 s and 512 MiB each; minutes, and about 4 GB kept in bench/.data).
 
@@ -39,6 +41,8 @@ const { messages, generate, DEFAULT_SEED } = require('./workload.js')
 const { ENGINES, THREADLINE_DIR, open, restore, fileOf, diskBytes } = require('./engines.js')
 
 const QUICK = process.env.BENCH_QUICK === '1'
+// The framework adapters (bench/<name>.js each): BENCH_ADAPTERS=0 skips them.
+const ADAPTER_BENCHES = ['claude-agent-sdk', 'ai-sdk', 'openai-agents', 'anthropic']
 const RESULTS = path.resolve(process.env.BENCH_RESULTS || path.join(__dirname, 'results.json'))
 const CONFIG = QUICK
   ? {
@@ -403,6 +407,14 @@ async function main() {
       log('import and the command line (bench/interop.js)')
       results.interop = await require('./interop.js').run({ log })
     }
+    if (process.env.BENCH_ADAPTERS !== '0') {
+      // Each adapter against its framework's own store, on the same scripted run.
+      results.adapters = {}
+      for (const name of ADAPTER_BENCHES) {
+        log(`adapter ${name} (bench/${name}.js)`)
+        results.adapters[name] = await require(`./${name}.js`).run({ log })
+      }
+    }
     if (process.env.BENCH_SEARCH !== '0' && !QUICK) {
       // BENCH_SEARCH_BASELINE=<a build before the index>.node adds appends without the index
       log('search (bench/search.js): appends with the index, a store of 1,000,000 real records')
@@ -472,6 +484,7 @@ function printTable(results) {
   if (results.search) lines.push(require('./search.js').format(results.search), '')
   if (results.postgres) lines.push(require('./postgres.js').format(results.postgres), '')
   if (results.interop) lines.push(require('./interop.js').format(results.interop), '')
+  for (const [name, r] of Object.entries(results.adapters ?? {})) lines.push(require(`./${name}.js`).format(r), '')
   lines.push(`elapsed ${results.elapsedSeconds.toFixed(0)} s; results in ${path.relative(process.cwd(), RESULTS) || RESULTS}`)
   console.log(lines.join('\n'))
 }
