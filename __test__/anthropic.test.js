@@ -11,7 +11,7 @@ const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { spawn } = require('node:child_process')
+const { spawnJsonLines } = require('./helpers/json-lines')
 
 const Anthropic = require('@anthropic-ai/sdk').default
 const sync = require('..')
@@ -270,22 +270,7 @@ eachEngine('bad arguments are refused with INVALID_INPUT and the path; nothing i
 /** Starts the runner process; resolves with its printed lines once it exits. */
 function runChild(job, onLine = () => {}) {
   const { NODE_TEST_CONTEXT, ...env } = process.env
-  const child = spawn(process.execPath, [RUN, JSON.stringify(job)], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  const lines = []
-  let err = ''
-  let buf = ''
-  child.stdout.on('data', (d) => {
-    buf += d
-    let nl
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = JSON.parse(buf.slice(0, nl))
-      buf = buf.slice(nl + 1)
-      lines.push(line)
-      onLine(line, child)
-    }
-  })
-  child.stderr.on('data', (d) => { err += d })
-  return new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, lines, stderr: err })))
+  return spawnJsonLines(RUN, [JSON.stringify(job)], { env }, onLine).done
 }
 
 for (const [api, stream] of [['sync', false], ['promise', true]]) {

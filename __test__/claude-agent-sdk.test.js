@@ -10,12 +10,13 @@ const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { spawn, spawnSync } = require('node:child_process')
+const { spawnSync } = require('node:child_process')
 
 const { Store } = require('..')
 const { ThreadlineSessionStore } = require('../adapters/claude-agent-sdk')
 const { startModelServer, reply } = require('./helpers/model-server')
 const { tmpDir } = require('./helpers/util')
+const { spawnJsonLines } = require('./helpers/json-lines')
 
 const RUNNER = path.join(__dirname, 'helpers', 'claude-agent-run.mjs')
 const BIN = path.join(__dirname, '..', 'bin', 'threadline.js')
@@ -52,29 +53,11 @@ function place(t) {
 const projectKey = (cwd) => cwd.replace(/[^a-zA-Z0-9]/g, '-')
 
 /**
- * Starts the runner; resolves with its SDK messages once it exits. `onMessage` sees each one as
- * it arrives (a test kills the run from there).
+ * Starts the runner; `done` resolves with its SDK messages (`lines`) once it exits.
+ * `onMessage` sees each one as it arrives (a test kills the run from there).
  */
 function run(job, env, onMessage = () => {}) {
-  const child = spawn(process.execPath, [RUNNER, JSON.stringify(job)], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
-  const messages = []
-  let err = ''
-  let buf = ''
-  child.stdout.on('data', (d) => {
-    buf += d
-    let nl
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const m = JSON.parse(buf.slice(0, nl))
-      buf = buf.slice(nl + 1)
-      messages.push(m)
-      onMessage(m, child)
-    }
-  })
-  child.stderr.on('data', (d) => { err += d })
-  const done = new Promise((resolve) => {
-    child.on('exit', (code, signal) => resolve({ code, signal, messages, stderr: err, child }))
-  })
-  return { child, done }
+  return spawnJsonLines(RUNNER, [JSON.stringify(job)], { env, detached: true }, onMessage)
 }
 
 /** Kills the runner and everything it started (the `claude` process, the tool's shell). */
@@ -98,8 +81,8 @@ function localLines(configDir, cwd, sessionId, subpath) {
   return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
 }
 
-const resultOf = (r) => r.messages.find((m) => m.type === 'result')
-const sessionOf = (r) => r.messages.find((m) => m.type === 'system' && m.subtype === 'init')?.session_id
+const resultOf = (r) => r.lines.find((m) => m.type === 'result')
+const sessionOf = (r) => r.lines.find((m) => m.type === 'system' && m.subtype === 'init')?.session_id
 
 function cli(args) {
   return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', maxBuffer: 64 << 20, env: { ...process.env, NO_COLOR: '1' } })

@@ -605,12 +605,7 @@ fn update_row(
         return Ok(());
     }
     let num = w.num();
-    let row = sessions::read_row(w.conn, num)?;
-    let mut meta: Map<String, Value> = row
-        .metadata
-        .as_deref()
-        .and_then(|m| serde_json::from_str(m).ok())
-        .unwrap_or_default();
+    let (row, mut meta) = row_and_metadata(w, num)?;
     let mut u = SessionUpdate::default();
     let sdk = meta
         .entry("claudeAgentSdk")
@@ -662,6 +657,17 @@ fn update_row(
     Ok(())
 }
 
+/// A session's row and its metadata as a map (empty when it has none).
+fn row_and_metadata(w: &Writer, num: i64) -> Result<(sessions::Row, Map<String, Value>)> {
+    let row = sessions::read_row(w.conn, num)?;
+    let meta = row
+        .metadata
+        .as_deref()
+        .and_then(|m| serde_json::from_str(m).ok())
+        .unwrap_or_default();
+    Ok((row, meta))
+}
+
 /// A subagent's session: its `agent_metadata` entry as `metadata.agent`, and when it is new the
 /// tool call that spawned it, if its parent's records name it already (else the parent's later
 /// append links it: `note_spawned`).
@@ -681,12 +687,7 @@ fn link_agent(
         return Ok(());
     }
     let num = w.num();
-    let row = sessions::read_row(w.conn, num)?;
-    let mut meta: Map<String, Value> = row
-        .metadata
-        .as_deref()
-        .and_then(|m| serde_json::from_str(m).ok())
-        .unwrap_or_default();
+    let (_, mut meta) = row_and_metadata(w, num)?;
     if let Some(call) = call {
         meta.insert("parentToolUseId".into(), Value::String(call));
     }
@@ -730,12 +731,7 @@ fn note_spawned(w: &mut Writer, spawned: &[(String, String)]) -> Result<()> {
         let Some(num) = sessions::num_of(w.conn, &id)? else {
             continue;
         };
-        let row = sessions::read_row(w.conn, num)?;
-        let mut meta: Map<String, Value> = row
-            .metadata
-            .as_deref()
-            .and_then(|m| serde_json::from_str(m).ok())
-            .unwrap_or_default();
+        let (_, mut meta) = row_and_metadata(w, num)?;
         if meta.contains_key("parentToolUseId") {
             continue;
         }
