@@ -245,9 +245,14 @@ test('a second live writer in another process gets SESSION_LOCKED on PostgreSQL;
   child.kill('SIGKILL')
   await exited
   assert.deepEqual(store.interruptedSessions().map((i) => i.id), ['held'])
-  const before = session.envelopes().length
+  // The take-over's record goes right after the last one, with no gap and nothing twice. (A
+  // COMMIT the killed writer had sent may still land on the server after the kill: it was never
+  // acknowledged, so counting the records before the append would race with it.)
   const env = session.append('Taking over.')
-  assert.equal(env.seq, before)
+  const seqs = session.envelopes().map((e) => e.seq)
+  assert.deepEqual(seqs, seqs.map((_, i) => i))
+  assert.equal(env.seq, seqs.at(-1))
+  assert.equal(session.envelopes().at(-1).uuid, env.uuid)
   assert.deepEqual(store.interruptedSessions(), [])
   store.close()
 })
