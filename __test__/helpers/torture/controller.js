@@ -296,7 +296,8 @@ class Controller {
     }
     const until = now() + 30_000
     while (this.inflight.size && now() < until) await new Promise((r) => setTimeout(r, 20))
-    for (const w of live) if (!w.dead) w.proc.send({ t: 'exit' })
+    // A worker killed above may have lost its channel before its exit event marks it dead.
+    for (const w of live) if (!w.dead && w.proc.connected) w.proc.send({ t: 'exit' })
     const timer = setTimeout(() => live.forEach((w) => w.dead || w.proc.kill('SIGKILL')), 15_000)
     await Promise.all(live.map((w) => w.gone))
     clearTimeout(timer)
