@@ -62,7 +62,9 @@ function postgresUrls(base, schema) {
 
 // Whether process `pid` holds SQLite's write lock on the store at `real`: a POSIX lock on byte
 // 120 of its -shm file (WAL_WRITE_LOCK), as /proc/locks lists it. A process stopped while it
-// holds it was inside a commit (docs/recovery.md: others wait for it until it runs again).
+// holds it was inside a commit or a RESTART checkpoint (docs/recovery.md: others wait for it
+// until it runs again).
+const WRITE_LOCK = 120
 function holdsWriteLock(pid, real) {
   let ino
   try {
@@ -78,8 +80,13 @@ function holdsWriteLock(pid, real) {
   }
   return locks.split('\n').some((l) => {
     const f = l.trim().split(/\s+/)
-    // "1: POSIX  ADVISORY  WRITE 1234 00:2a:5678 120 120"
-    return f[1] === 'POSIX' && f[3] === 'WRITE' && Number(f[4]) === pid && Number(f[5]?.split(':')[2]) === ino && f[6] === '120'
+    // "1: POSIX  ADVISORY  WRITE 1234 00:2a:5678 120 121": the kernel merges a process's locks
+    // on adjacent bytes into one range, so a checkpoint's (write lock 120 and checkpoint lock
+    // 121 held together) shows as 120-121. Blocked waiters' lines ("1: -> POSIX ...") hold
+    // nothing.
+    if (f[1] !== 'POSIX' || f[3] !== 'WRITE' || Number(f[4]) !== pid) return false
+    if (Number(f[5]?.split(':')[2]) !== ino) return false
+    return Number(f[6]) <= WRITE_LOCK && (f[7] === 'EOF' || Number(f[7]) >= WRITE_LOCK)
   })
 }
 
