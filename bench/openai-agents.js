@@ -22,7 +22,9 @@ const ROOT = path.join(__dirname, '..')
 const { Store } = require(ROOT)
 const { ThreadlineSession } = require(path.join(ROOT, 'adapters', 'openai-agents'))
 const { startModelServer, reply } = require(path.join(ROOT, '__test__', 'helpers', 'model-server'))
-const { Agent, run: runAgent, tool, MemorySession, setDefaultOpenAIClient, setTracingDisabled } = require('@openai/agents')
+// The agent of the SIGKILL test (a `lookup` tool, encrypted reasoning), so both run the same one.
+const { makeAgent } = require(path.join(ROOT, '__test__', 'helpers', 'openai-agents-run'))
+const { run: runAgent, MemorySession, setDefaultOpenAIClient, setTracingDisabled } = require('@openai/agents')
 const OpenAI = require('openai').default
 
 const args = process.argv.slice(2)
@@ -41,23 +43,6 @@ function script({ body }) {
   const last = Array.isArray(body.input) ? body.input.at(-1) : undefined
   if (last && last.type === 'function_call_output') return reply.blocks([reply.thinking('now answer'), 'done'])
   return reply.blocks([reply.thinking('look first'), reply.toolUse('lookup', { q: 'x' })])
-}
-
-function makeAgent() {
-  const lookup = tool({
-    name: 'lookup',
-    description: 'Looks a thing up.',
-    parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
-    strict: true,
-    execute: async ({ q }) => `found ${q}`,
-  })
-  return new Agent({
-    name: 'helper',
-    instructions: 'Be brief.',
-    tools: [lookup],
-    model: 'gpt-5',
-    modelSettings: { store: false, providerData: { include: ['reasoning.encrypted_content'] } },
-  })
 }
 
 /** The session with the time spent in its methods counted (the SDK awaits each of them). */
