@@ -59,6 +59,34 @@ class Telemetry {
 
 const PERSIST_CODES = new Set(['STORE_IO', 'STORE_BUSY'])
 
+// What `observed` and `observedAsync` report of a call that threw (its error, returned to be
+// rethrown) and of one that ended (slow or not), with telemetry on.
+/**
+ * @param {Telemetry} tel
+ * @param {string | undefined} sessionId
+ * @param {string} operation
+ * @param {unknown} err
+ */
+function failed(tel, sessionId, operation, err) {
+  const e = /** @type {any} */ (err)
+  if (e && PERSIST_CODES.has(e.code)) {
+    tel.emit({ type: 'persist_error', sessionId, operation, code: e.code, message: e.message })
+  }
+  return e
+}
+
+/**
+ * @param {Telemetry} tel
+ * @param {string | undefined} sessionId
+ * @param {string} operation
+ * @param {number} t0
+ */
+function ended(tel, sessionId, operation, t0) {
+  const ms = performance.now() - t0
+  if (ms >= tel.slowMs) tel.emit({ type: 'slow_operation', sessionId, operation, durationMs: Math.round(ms * 1000) / 1000, thresholdMs: tel.slowMs })
+  tel.notices()
+}
+
 // Runs a native call; with telemetry on, reports persistence errors and slow operations.
 /**
  * @template T
@@ -74,15 +102,9 @@ function observed(tel, sessionId, operation, fn) {
   try {
     return fn()
   } catch (err) {
-    const e = /** @type {any} */ (err)
-    if (e && PERSIST_CODES.has(e.code)) {
-      tel.emit({ type: 'persist_error', sessionId, operation, code: e.code, message: e.message })
-    }
-    throw e
+    throw failed(tel, sessionId, operation, err)
   } finally {
-    const ms = performance.now() - t0
-    if (ms >= tel.slowMs) tel.emit({ type: 'slow_operation', sessionId, operation, durationMs: Math.round(ms * 1000) / 1000, thresholdMs: tel.slowMs })
-    tel.notices()
+    ended(tel, sessionId, operation, t0)
   }
 }
 
@@ -103,15 +125,9 @@ async function observedAsync(tel, sessionId, operation, fn) {
   try {
     return await fn()
   } catch (err) {
-    const e = /** @type {any} */ (err)
-    if (e && PERSIST_CODES.has(e.code)) {
-      tel.emit({ type: 'persist_error', sessionId, operation, code: e.code, message: e.message })
-    }
-    throw e
+    throw failed(tel, sessionId, operation, err)
   } finally {
-    const ms = performance.now() - t0
-    if (ms >= tel.slowMs) tel.emit({ type: 'slow_operation', sessionId, operation, durationMs: Math.round(ms * 1000) / 1000, thresholdMs: tel.slowMs })
-    tel.notices()
+    ended(tel, sessionId, operation, t0)
   }
 }
 
