@@ -120,6 +120,8 @@ export declare class NativeStore {
   claudeCodeAppend(keyJson: string, entriesJson: string, sidecarJson?: string | undefined | null): string
   /** The entries of the session the key names as one JSON array text, or null. */
   claudeCodeLoad(keyJson: string): string | null
+  /** Lets go of the session the key names if an append of this store holds it; whether one did. */
+  claudeCodeRelease(keyJson: string): boolean
   /** `[{ sessionId, mtime, summary? }]` of the main sessions of a project key, as JSON. */
   claudeCodeSessions(projectKey: string): string
   /** The subpaths of a session's subagents, as JSON. */
@@ -127,6 +129,7 @@ export declare class NativeStore {
   /** Deletes the session the key names (a main key: with its subagents); missing: nothing. */
   claudeCodeDelete(keyJson: string): void
   claudeCodeAppendAsync(keyJson: string, entriesJson: string, sidecarJson?: string | undefined | null): Promise<string>
+  claudeCodeReleaseAsync(keyJson: string): Promise<boolean>
   claudeCodeLoadAsync(keyJson: string): Promise<string | null>
   claudeCodeSessionsAsync(projectKey: string): Promise<string>
   claudeCodeSubkeysAsync(sessionId: string): Promise<string>

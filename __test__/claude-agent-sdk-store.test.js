@@ -200,3 +200,116 @@ test('two processes mirror two sessions into one store at the same time', async 
     assert.deepEqual(back.map((e) => e.message.content), Array.from({ length: 200 }, (_, i) => `m${i}`))
   }
 })
+
+/**
+ * Starts helpers/mirror-holder.js on `file`; `send(cmd)` resolves with its answer to `cmd`.
+ * @param {import('node:test').TestContext} t
+ * @param {string} file
+ */
+function holder(t, file) {
+  const child = spawn(process.execPath, [path.join(__dirname, 'helpers', 'mirror-holder.js'), file], { stdio: ['pipe', 'pipe', 'inherit'] })
+  t.after(() => { try { child.kill('SIGKILL') } catch {} })
+  /** @type {Array<(v: any) => void>} */
+  const waiting = []
+  let buf = ''
+  child.stdout.on('data', (d) => {
+    buf += d
+    let nl
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const v = JSON.parse(buf.slice(0, nl))
+      buf = buf.slice(nl + 1)
+      waiting.shift()?.(v)
+    }
+  })
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  /** @param {any} cmd */
+  const send = (cmd) => new Promise((resolve) => {
+    waiting.push(resolve)
+    child.stdin.write(`${JSON.stringify(cmd)}\n`)
+  })
+  return { child, send, exited }
+}
+
+const entry = (sessionId, i) => ({ type: 'user', uuid: `${sessionId}-${i}`, sessionId, timestamp: '2026-11-27T18:40:06.000Z', message: { role: 'user', content: `m${i}` } })
+
+test('a session stays claimed between appends: another process gets SESSION_LOCKED until the holder deletes it, closes its store, or stops appending for a while', async (t) => {
+  const file = path.join(tmpDir(t), 'shared.db')
+  const h = holder(t, file)
+  const store = sync.Store.open(file)
+  t.after(() => store.close())
+  const mine = new ThreadlineSessionStore(store)
+  const key = (sessionId) => ({ projectKey: 'p', sessionId })
+  const contents = async (sessionId) => (await mine.load(key(sessionId)))?.map((e) => e.message.content)
+
+  // delete: the holder lets go of what it deletes
+  assert.deepEqual(await h.send({ op: 'append', key: key('s1'), entries: [entry('s1', 0)] }), { ok: true })
+  assert.deepEqual(await h.send({ op: 'append', key: key('s1'), entries: [entry('s1', 1)] }), { ok: true })
+  await assert.rejects(mine.append(key('s1'), [entry('s1', 2)]), { code: 'SESSION_LOCKED' })
+  assert.deepEqual(await contents('s1'), ['m0', 'm1'], 'a refused append stores nothing; reads are never refused')
+  assert.deepEqual(await h.send({ op: 'delete', key: key('s1') }), { ok: true })
+  await mine.append(key('s1'), [entry('s1', 3)])
+  assert.deepEqual(await contents('s1'), ['m3'])
+
+  // a while after its last append, with the holder still running
+  assert.deepEqual(await h.send({ op: 'append', key: key('s2'), entries: [entry('s2', 0)] }), { ok: true })
+  await assert.rejects(mine.append(key('s2'), [entry('s2', 1)]), { code: 'SESSION_LOCKED' })
+  for (let tries = 0; ; tries++) {
+    try {
+      await mine.append(key('s2'), [entry('s2', 1)])
+      break
+    } catch (e) {
+      assert.equal(/** @type {any} */ (e).code, 'SESSION_LOCKED')
+      assert.ok(tries < 300, 'released within a minute')
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }
+  assert.equal(h.child.exitCode, null, 'the holder still runs')
+  assert.deepEqual(await contents('s2'), ['m0', 'm1'])
+
+  // the store's close
+  assert.deepEqual(await h.send({ op: 'append', key: key('s3'), entries: [entry('s3', 0)] }), { ok: true })
+  await assert.rejects(mine.append(key('s3'), [entry('s3', 1)]), { code: 'SESSION_LOCKED' })
+  assert.deepEqual(await h.send({ op: 'close' }), { ok: true })
+  await mine.append(key('s3'), [entry('s3', 1)])
+  assert.deepEqual(await contents('s3'), ['m0', 'm1'])
+  h.send({ op: 'exit' })
+  assert.equal((await h.exited).code, 0)
+})
+
+test('SIGKILL of a process that holds a session between appends: a new process loads every acknowledged entry and appends', async (t) => {
+  const file = path.join(tmpDir(t), 'shared.db')
+  const h = holder(t, file)
+  const key = { projectKey: 'p', sessionId: 'k1' }
+  const sent = []
+  for (let i = 0; i < 30; i++) {
+    // one entry a call, as the SDK's eager flush sends them, and a batch now and then
+    const entries = i % 10 === 9 ? [entry('k1', `${i}a`), entry('k1', `${i}b`)] : [entry('k1', i)]
+    assert.deepEqual(await h.send({ op: 'append', key, entries }), { ok: true })
+    sent.push(...entries)
+  }
+  h.child.kill('SIGKILL')
+  assert.equal((await h.exited).signal, 'SIGKILL')
+  const code = `
+    const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))})
+    const { ThreadlineSessionStore } = require(${JSON.stringify(path.join(__dirname, '..', 'adapters', 'claude-agent-sdk'))})
+    const store = Store.open(${JSON.stringify(file)})
+    const sessions = new ThreadlineSessionStore(store)
+    ;(async () => {
+      const key = ${JSON.stringify(key)}
+      const before = await sessions.load(key)
+      await sessions.append(key, [${JSON.stringify(entry('k1', 'after'))}])
+      const after = await sessions.load(key)
+      store.close()
+      process.stdout.write(JSON.stringify({ before, after }))
+    })().catch((e) => { console.error(e); process.exit(1) })`
+  const out = await new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let err = ''
+    p.stdout.on('data', (d) => { stdout += d })
+    p.stderr.on('data', (d) => { err += d })
+    p.on('exit', (c) => (c === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`child exited ${c}: ${err}`))))
+  })
+  assert.deepEqual(out.before, sent, 'every acknowledged entry')
+  assert.deepEqual(out.after, [...sent, entry('k1', 'after')])
+})

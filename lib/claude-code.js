@@ -3,8 +3,9 @@
 // The Claude Agent SDK's session mirror (internal: for threadline/claude-agent-sdk).
 // `store[Symbol.for('threadline.claudeCode')](op, ...args)` on either API's Store, op one of
 // 'append' (key, entries, sidecar?), 'load' (key), 'sessions' (projectKey), 'subkeys'
-// (sessionId), 'delete' (key): the SDK's SessionStore calls, run as steps like every method (the
-// promise Store queues them on the thread pool). Not in index.d.ts: the adapter is its API.
+// (sessionId), 'delete' (key): the SDK's SessionStore calls, and 'release' (key): let go of the
+// session an append keeps claimed; run as steps like every method (the promise Store queues them
+// on the thread pool). Not in index.d.ts: the adapter is its API.
 
 const { kNative, kTelemetry } = require('./symbols.js')
 const { fail, describe } = require('./errors.js')
@@ -53,6 +54,8 @@ function* claudeCodeSteps(op, args) {
       const out = yield call(this[kNative], 'claudeCodeLoad', [keyJson(args[0])], { op: 'claudeCodeLoad', tel, sid: sidOf(args[0]) })
       return out === null ? null : JSON.parse(out)
     }
+    case 'release':
+      return yield call(this[kNative], 'claudeCodeRelease', [keyJson(args[0])], { op: 'claudeCodeRelease', tel, sid: sidOf(args[0]) })
     case 'sessions':
       return JSON.parse(yield call(this[kNative], 'claudeCodeSessions', [text(args[0], 'projectKey')], { op: 'claudeCodeSessions', tel }))
     case 'subkeys':
@@ -61,7 +64,7 @@ function* claudeCodeSteps(op, args) {
       yield call(this[kNative], 'claudeCodeDelete', [keyJson(args[0])], { op: 'claudeCodeDelete', tel, sid: sidOf(args[0]) })
       return undefined
     default:
-      throw fail('INVALID_INPUT', `claudeCode: op: expected 'append', 'load', 'sessions', 'subkeys' or 'delete', got ${describe(op)}`)
+      throw fail('INVALID_INPUT', `claudeCode: op: expected 'append', 'load', 'release', 'sessions', 'subkeys' or 'delete', got ${describe(op)}`)
   }
 }
 

@@ -50,6 +50,15 @@ impl NativeStore {
         })
     }
 
+    /// Lets go of the session the key names if an append of this store holds it; whether one did.
+    #[napi(catch_unwind)]
+    pub fn claude_code_release(&self, key_json: String) -> Result<bool> {
+        crate::error::guard("claudeCodeRelease", || {
+            let key = Key::from_json(&key_json).or_throw()?;
+            mirror::release(&self.shared(), &key).or_throw()
+        })
+    }
+
     /// `[{ sessionId, mtime, summary? }]` of the main sessions of a project key, as JSON.
     #[napi(catch_unwind)]
     pub fn claude_code_sessions(&self, project_key: String) -> Result<String> {
@@ -89,6 +98,7 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 
 async_twins!(NativeStore {
     claude_code_append_async => claude_code_append(key_json: String, entries_json: String, sidecar_json: Option<String>) -> String, "Promise<string>";
+    claude_code_release_async => claude_code_release(key_json: String) -> bool, "Promise<boolean>";
     claude_code_load_async => claude_code_load(key_json: String) -> Option<String>, "Promise<string | null>";
     claude_code_sessions_async => claude_code_sessions(project_key: String) -> String, "Promise<string>";
     claude_code_subkeys_async => claude_code_subkeys(session_id: String) -> String, "Promise<string>";

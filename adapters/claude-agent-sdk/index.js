@@ -6,6 +6,9 @@
 // export, recover) and a subagent's transcript is a subagent session linked to its parent.
 // The work is the core's (one transaction per append); this file checks arguments, keeps the
 // SDK's session summaries and serialises a session's appends within the process.
+// An append leaves its session claimed by this process (the next append neither claims nor
+// releases it): it is released HOLD_MS after the session's last append, by `delete`, or by the
+// store's `close()`; a process killed meanwhile holds nothing (the next writer takes it over).
 
 // The SDK is an optional peer: without it this adapter has nothing to serve, so say so at once.
 try {
@@ -19,6 +22,8 @@ try {
 }
 
 const HOOK = Symbol.for('threadline.claudeCode')
+/** How long a session stays claimed after its last append (another process may take it then). */
+const HOLD_MS = 5000
 
 /**
  * @typedef {{ projectKey: string, sessionId: string, subpath?: string }} SessionKey
@@ -86,6 +91,8 @@ function checkEntries(entries) {
 
 /** @param {SessionKey} key */
 const summaryKey = (key) => `${key.projectKey}\u0000${key.sessionId}`
+/** @param {SessionKey} key */
+const heldKey = (key) => `${summaryKey(key)}\u0000${key.subpath ?? ''}`
 
 class ThreadlineSessionStore {
   /** @type {any} */
@@ -98,6 +105,9 @@ class ThreadlineSessionStore {
   /** The append in flight per session: the next waits for it (the summary folds on it). */
   /** @type {Map<string, Promise<void>>} */
   #tails = new Map()
+  /** The sessions an append left claimed, each with the timer that releases it. */
+  /** @type {Map<string, { key: SessionKey, timer: ReturnType<typeof setTimeout> }>} */
+  #held = new Map()
 
   /**
    * @param {any} store a `Store` from `threadline` or `threadline/promise`
@@ -137,16 +147,52 @@ class ThreadlineSessionStore {
   async append(key, entries) {
     const k = checkKey('append', key)
     const list = checkEntries(entries)
-    const id = summaryKey(k)
+    try {
+      await this.#serial(k, () => this.#appendNow(k, list))
+    } finally {
+      // a failed append released it already: the release finds nothing
+      this.#hold(k)
+    }
+  }
+
+  /**
+   * Runs `fn` after the operation in flight on the session `key` belongs to (its main session).
+   * @template T
+   * @param {SessionKey} key
+   * @param {() => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
+  async #serial(key, fn) {
+    const id = summaryKey(key)
     const before = this.#tails.get(id) ?? Promise.resolve()
-    const mine = before.then(() => this.#appendNow(k, list))
-    const tail = mine.catch(() => {})
+    const mine = before.then(fn)
+    const tail = mine.then(() => {}, () => {})
     this.#tails.set(id, tail)
     try {
-      await mine
+      return await mine
     } finally {
       if (this.#tails.get(id) === tail) this.#tails.delete(id)
     }
+  }
+
+  /**
+   * (Re)starts the timer that releases `key`'s session HOLD_MS from now; unref'd, so a process
+   * with nothing else to do exits (its store's close, or its end, releases the session).
+   * @param {SessionKey} key
+   */
+  #hold(key) {
+    const id = heldKey(key)
+    const held = this.#held.get(id)
+    if (held) clearTimeout(held.timer)
+    const timer = setTimeout(() => {
+      if (this.#held.get(id)?.timer !== timer) return
+      this.#held.delete(id)
+      this.#serial(key, () => this.#core('release', key)).catch(() => {
+        // CLOSED: the store went first, which released it
+      })
+    }, HOLD_MS)
+    timer.unref?.()
+    this.#held.set(id, { key, timer })
   }
 
   /**
@@ -259,8 +305,14 @@ class ThreadlineSessionStore {
    */
   async delete(key) {
     const k = checkKey('delete', key)
-    await (this.#tails.get(summaryKey(k)) ?? Promise.resolve())
-    await this.#core('delete', k)
+    // the core's delete releases what it deletes
+    for (const [id, held] of this.#held) {
+      if (id === heldKey(k) || (k.subpath === undefined && summaryKey(held.key) === summaryKey(k))) {
+        clearTimeout(held.timer)
+        this.#held.delete(id)
+      }
+    }
+    await this.#serial(k, () => this.#core('delete', k))
     if (k.subpath === undefined) this.#summaries.delete(summaryKey(k))
   }
 

@@ -556,3 +556,110 @@ fn a_rewind_across_batches_is_the_importers_rewind_and_load_leaves_it_out() {
         assert_eq!(mirror::load(&s, &k).unwrap().unwrap(), array(&lines));
     }
 }
+
+/// The process that holds session `id` in a SQLite store (None: free); on PostgreSQL, not asked.
+fn sqlite_owner(s: &Store, id: &str) -> Option<Option<i64>> {
+    if s.path().contains("://") {
+        return None;
+    }
+    let db = rusqlite::Connection::open(s.path()).unwrap();
+    let owner = db
+        .query_row("SELECT owner_pid FROM sessions WHERE id = ?1", [id], |r| {
+            r.get::<_, Option<i64>>(0)
+        })
+        .unwrap();
+    Some(owner)
+}
+
+#[test]
+fn an_append_keeps_its_session_claimed_until_released_deleted_or_the_store_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let me = Some(Some(std::process::id() as i64));
+    let free = |s: &Store, id: &str| sqlite_owner(s, id).map(|_| None::<i64>);
+    let entry = |uuid: &str| {
+        format!(
+            r#"[{{"type":"user","uuid":"{uuid}","cwd":"/tmp/sdk/work","timestamp":"2026-11-27T18:40:06.000Z","message":{{"role":"user","content":"go {uuid}"}}}}]"#
+        )
+    };
+    let k = sdk_key("h1", None);
+    let sub = sdk_key("h1", Some("subagents/agent-x1"));
+    mirror::append(&s, &k, &entry("a"), None).unwrap();
+    mirror::append(&s, &sub, &entry("x"), None).unwrap();
+    // held between calls: the next append does not claim it again
+    if sqlite_owner(&s, "h1").is_some() {
+        assert_eq!(sqlite_owner(&s, "h1"), me);
+        assert_eq!(sqlite_owner(&s, "h1/agent-x1"), me);
+    }
+    mirror::append(&s, &k, &entry("b"), None).unwrap();
+    // a load reads through the held handle and keeps the claim
+    assert_eq!(
+        serde_json::from_str::<Value>(&mirror::load(&s, &k).unwrap().unwrap())
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(mirror::release(&s, &k).unwrap(), "held until released");
+    assert_eq!(sqlite_owner(&s, "h1"), free(&s, "h1"));
+    assert!(!mirror::release(&s, &k).unwrap(), "released once");
+    if sqlite_owner(&s, "h1").is_some() {
+        assert_eq!(
+            sqlite_owner(&s, "h1/agent-x1"),
+            me,
+            "a key's release is its session's"
+        );
+    }
+    // an append after a release claims it again and goes on where the log is
+    mirror::append(&s, &k, &entry("c"), None).unwrap();
+    assert!(mirror::load(&s, &k).unwrap().unwrap().contains("go c"));
+    // deleted behind the mirror's back (by this process): the next append makes it afresh
+    s.delete_session("h1/agent-x1").unwrap();
+    let r = mirror::append(&s, &sub, &entry("y"), None).unwrap();
+    assert_eq!((r.created, r.new_records), (true, 1));
+    // the mirror's delete lets go of the session and its subagents' first
+    mirror::delete(&s, &k).unwrap();
+    assert!(!mirror::release(&s, &k).unwrap());
+    assert!(!mirror::release(&s, &sub).unwrap());
+    assert_eq!(mirror::load(&s, &k).unwrap(), None);
+    // the store's close lets go of what it holds
+    mirror::append(&s, &k, &entry("d"), None).unwrap();
+    let path = s.path().to_string();
+    s.close().unwrap();
+    let again = Store::open(Some(&path), StoreOptions::default()).unwrap();
+    assert_eq!(sqlite_owner(&again, "h1"), free(&again, "h1"));
+    let r = mirror::append(&again, &k, &entry("e"), None).unwrap();
+    assert_eq!((r.created, r.new_records), (false, 1));
+    assert!(mirror::release(&again, &k).unwrap());
+}
+
+#[test]
+fn load_gives_back_the_appended_text_byte_for_byte_whatever_the_characters_and_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "a.db");
+    let k = sdk_key("t1", None);
+    // what serde_json (and JSON.stringify) write: non-ASCII as it is, control characters escaped
+    let lines = [
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"t1","timestamp":"2026-11-27T18:40:06.000Z","cwd":"/tmp/é","message":{"role":"user","content":[{"type":"text","text":"é 😀 \u2028 \"q\" \\ \n\t\u0001\u001b[0m \u007f ✓"}]},"n":[1E+2,-0,1.50,12345678901234567890]}"#,
+        r#"{"type":"assistant","uuid":"u2","parentUuid":"u1","sessionId":"t1","timestamp":"2026-11-27T18:40:07.000Z","message":{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"Bash","input":{"seq":3,"type":"rewind","command":"echo 日本"}}]}}"#,
+        r#"{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"t1","timestamp":"2026-11-27T18:40:08.000Z","message":{"role":"user","content":"a string 😀"}}"#,
+        r#"{"type":"progress","timestamp":"2026-11-27T18:40:09.000Z","data":{"é":"\ud83d\ude00 literal escapes are text"}}"#,
+        r#"{"type":"last-prompt","lastPrompt":"ünïcode"}"#,
+    ];
+    let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    // the text serde_json makes of each line (an escape it need not write is written as the
+    // character), numbers as appended: what load gave back before it read records as text
+    let want: Vec<String> = lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap().to_string())
+        .map(|l| l.replace("1e+2", "1E+2"))
+        .collect();
+    for l in &lines {
+        mirror::append(&s, &k, &format!("[{l}]"), None).unwrap();
+    }
+    assert_eq!(mirror::load(&s, &k).unwrap().unwrap(), array(&want));
+    // and so through a handle of its own (the session no longer held)
+    assert!(mirror::release(&s, &k).unwrap());
+    assert_eq!(mirror::load(&s, &k).unwrap().unwrap(), array(&want));
+}

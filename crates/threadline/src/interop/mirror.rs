@@ -747,33 +747,236 @@ fn note_spawned(w: &mut Writer, spawned: &[(String, String)]) -> Result<()> {
 
 /// The entries of the session `key` names, as the JSON array text the SDK appended (in order,
 /// keys and number text as given; the keys the store filled in and the importer's rewinds left
-/// out), or `None` when there is no such session.
+/// out), or `None` when there is no such session. Records are read as the store's text and given
+/// back as text (`entry_text`): only a record the store changed (a filled-in key, a string
+/// content) is parsed.
 pub fn load(store: &Store, key: &Key) -> Result<Option<String>> {
     let run = || -> Result<Option<String>> {
         let id = key.place().id;
+        // A session this store holds is read through its handle: closing another one would let
+        // go of it.
+        if let Some(out) = store.with_held(&id, entries_text) {
+            return out.map(Some);
+        }
         let session = match store.open_session(&id, None) {
             Ok(s) => s,
             Err(Error::NotFound(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let records = session.envelopes(0, None);
+        let out = entries_text(&session);
         session.close();
-        let mut out = String::with_capacity(1 << 12);
-        out.push('[');
-        let mut first = true;
-        for r in records? {
-            let Value::Object(r) = r else { continue };
-            let Some(entry) = as_entry(r) else { continue };
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            out.push_str(&entry.to_string());
-        }
-        out.push(']');
-        Ok(Some(out))
+        out.map(Some)
     };
     run().map_err(|e| e.during("claudeCodeLoad"))
+}
+
+/// Every entry of `session` as one JSON array text.
+fn entries_text(session: &crate::session::Session) -> Result<String> {
+    let mut out: Vec<u8> = Vec::with_capacity(1 << 12);
+    out.push(b'[');
+    let mut first = true;
+    let mut from = Some(0);
+    while let Some(f) = from {
+        let page = session.envelopes_page(f, u64::MAX, crate::session::PAGE_BYTES)?;
+        let records = elements(&page.json).ok_or_else(damaged)?;
+        for (a, b) in records {
+            let r = &page.json[a..b];
+            let start = out.len();
+            if !first {
+                out.push(b',');
+            }
+            let kept = match entry_text(r, &mut out) {
+                Some(kept) => kept,
+                None => {
+                    // the store changed the record (or it is not plain): parsed
+                    out.truncate(start + usize::from(!first));
+                    let Value::Object(o) =
+                        crate::model::number_text::parse_stored(r).map_err(|_| damaged())?
+                    else {
+                        return Err(damaged());
+                    };
+                    match as_entry(o) {
+                        Some(e) => {
+                            out.extend_from_slice(e.to_string().as_bytes());
+                            true
+                        }
+                        None => false,
+                    }
+                }
+            };
+            if kept {
+                first = false;
+            } else {
+                out.truncate(start);
+            }
+        }
+        from = page.next;
+    }
+    out.push(b']');
+    String::from_utf8(out).map_err(|_| damaged())
+}
+
+fn damaged() -> Error {
+    Error::StoreCorrupt("a stored record is damaged: not JSON".into())
+}
+
+/// Writes the entry stored as record text `r` (compact JSON, as the store writes it) to `out`
+/// when the store added nothing to it but `seq`: its other members as stored, non-ASCII
+/// characters as serde_json writes them (the store escapes them), so the text is what
+/// `as_entry` and `to_string` make of it. `Some(false)`: a record of the store's own (a
+/// rewind), no entry; `None`: `as_entry` has to see it.
+fn entry_text(r: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    let members = members(r)?;
+    for &(k, v, _) in &members {
+        match &r[k..v - 1] {
+            b"\"importedWithout\"" | b"\"importedStringContent\"" => return None,
+            b"\"type\"" => match &r[v..] {
+                t if t.starts_with(b"\"rewind\"") => return Some(false),
+                t if t.starts_with(b"\"claude-agent-sdk-entry\"") => return None,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    out.push(b'{');
+    let mut first = true;
+    for (k, v, end) in members {
+        if &r[k..v - 1] == b"\"seq\"" {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        unescape_non_ascii(&r[k..end], out)?;
+    }
+    out.push(b'}');
+    Some(true)
+}
+
+/// Copies JSON text, writing `\uXXXX` escapes of characters from U+0080 on as the characters
+/// (UTF-8), as serde_json writes strings; every other escape is kept.
+fn unescape_non_ascii(t: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let hex = |at: usize| -> Option<u32> {
+        let h = std::str::from_utf8(t.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(h, 16).ok()
+    };
+    let mut start = 0;
+    let mut i = 0;
+    while let Some(off) = t[i..].iter().position(|&b| b == b'\\') {
+        i += off;
+        if t.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let u = hex(i + 2)?;
+        if u < 0x80 {
+            i += 6;
+            continue;
+        }
+        let (c, len) = if (0xd800..0xdc00).contains(&u) {
+            if t.get(i + 6..i + 8) != Some(&b"\\u"[..]) {
+                return None;
+            }
+            let lo = hex(i + 8)?;
+            if !(0xdc00..0xe000).contains(&lo) {
+                return None;
+            }
+            (0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00), 12)
+        } else {
+            (u, 6)
+        };
+        let c = char::from_u32(c)?;
+        out.extend_from_slice(&t[start..i]);
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        i += len;
+        start = i;
+    }
+    out.extend_from_slice(&t[start..]);
+    Some(())
+}
+
+/// The end (exclusive) of the JSON value that starts at `i` of compact text `t`.
+fn value_end(t: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_str = false;
+    while i < t.len() {
+        match (in_str, t[i]) {
+            (true, b'\\') => i += 1,
+            (true, b'"') => {
+                in_str = false;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            (true, _) => {}
+            (false, b'"') => in_str = true,
+            (false, b'{' | b'[') => depth += 1,
+            (false, b'}' | b']') => {
+                if depth == 0 {
+                    return Some(i);
+                }
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            (false, b',') if depth == 0 => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The elements of compact JSON array text, as (start, end).
+fn elements(t: &[u8]) -> Option<Vec<(usize, usize)>> {
+    if t.first() != Some(&b'[') {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut i = 1;
+    if t.get(1) == Some(&b']') {
+        return Some(out);
+    }
+    loop {
+        let end = value_end(t, i)?;
+        out.push((i, end));
+        match t.get(end)? {
+            b',' => i = end + 1,
+            b']' => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// The members of compact JSON object text, as (key start, value start, value end).
+fn members(t: &[u8]) -> Option<Vec<(usize, usize, usize)>> {
+    if t.first() != Some(&b'{') || t.last() != Some(&b'}') {
+        return None;
+    }
+    let mut out = Vec::with_capacity(16);
+    let mut i = 1;
+    if t.get(1) == Some(&b'}') {
+        return Some(out);
+    }
+    loop {
+        if t.get(i) != Some(&b'"') {
+            return None;
+        }
+        let colon = value_end(t, i)?;
+        if t.get(colon) != Some(&b':') {
+            return None;
+        }
+        let end = value_end(t, colon + 1)?;
+        out.push((i, colon + 1, end));
+        match t.get(end)? {
+            b',' => i = end + 1,
+            b'}' if end + 1 == t.len() => return Some(out),
+            _ => return None,
+        }
+    }
 }
 
 /// A stored record as the entry the SDK appended; `None` for a record of the store's own (a
@@ -789,6 +992,13 @@ fn as_entry(r: Map<String, Value>) -> Option<Value> {
     }
     let r = as_imported(r, true);
     Some(Value::Object(r))
+}
+
+/// Lets go of the session `key` names if this store holds it from an `append` (an append keeps
+/// its session claimed for the next: SESSION_LOCKED for another process until this, the
+/// session's `delete` or the store's `close`); whether it held it.
+pub fn release(store: &Store, key: &Key) -> Result<bool> {
+    Ok(store.release_held(&key.place().id, false))
 }
 
 /// A session `sessions` lists.
@@ -884,6 +1094,8 @@ pub fn subkeys(store: &Store, session_id: &str) -> Result<Vec<String>> {
 pub fn delete(store: &Store, key: &Key) -> Result<()> {
     let run = || -> Result<()> {
         let id = key.place().id;
+        // held by this store's appends: let go first (the delete checks no one else holds it)
+        store.release_held(&id, key.subpath.is_none());
         let mut ids = Vec::new();
         if key.subpath.is_none() {
             let conn = store.reader()?;

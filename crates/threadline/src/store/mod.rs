@@ -25,6 +25,8 @@ pub(crate) use crate::storage::shared::Shared;
 
 pub struct Store {
     shared: Arc<Shared>,
+    /// sessions a mirror keeps claimed between its writes (upsert.rs)
+    held: upsert::Held,
 }
 
 /// `THREADLINE_HOME/threadline.db` if THREADLINE_HOME is set, else the platform's per-user data
@@ -69,7 +71,10 @@ impl Store {
             let conn = shared.lock()?;
             let _ = replay::orphans(&shared, &conn);
         }
-        Ok(Store { shared })
+        Ok(Store {
+            shared,
+            held: upsert::Held::default(),
+        })
     }
 
     /// An in-memory store, for sessions made without one.
@@ -241,6 +246,7 @@ impl Store {
 
     /// Closes the store; later use of it or its sessions fails with CLOSED.
     pub fn close(&self) -> Result<()> {
+        self.held.forget();
         self.shared.close().map_err(|e| e.during("close"))
     }
 
