@@ -163,7 +163,9 @@ enum Entry {
 /// Appends `entries_json` (a JSON array of the SDK's entries) to the session `key` names, making
 /// it when missing, and merges `sidecar` into its `metadata.claudeAgentSdk`: all in one
 /// transaction. Entries whose uuid is stored already are left out (the SDK retries, and
-/// `importSessionToStore` replays); an entry without a uuid is stored once per call.
+/// `importSessionToStore` replays); an entry without a uuid is stored once per call. The session
+/// stays claimed by this store after the call (the next append of it neither claims it again nor
+/// reads its end) until `release`, `delete` or the store's `close`.
 pub fn append(
     store: &Store,
     key: &Key,
