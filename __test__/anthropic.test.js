@@ -30,8 +30,8 @@ const ENGINES = [
 ]
 
 /** One test per engine; the PostgreSQL one is skipped, saying why, without a server. */
-function eachEngine(name, fn) {
-  for (const engine of ENGINES) test(`${name} (${engine.name})`, { skip: engine.skip }, (t) => fn(t, engine))
+function eachEngine(name, fn, options = {}) {
+  for (const engine of ENGINES) test(`${name} (${engine.name})`, { skip: engine.skip, ...options }, (t) => fn(t, engine))
 }
 
 const schema = { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } }
@@ -348,6 +348,45 @@ eachEngine('SIGKILL mid-stream: what arrived is kept, recover() closes the strea
   assert.equal(request.messages[1].content[1].text, 'Let me add.')
   assert.equal(assertSignatures(server), 1)
 })
+
+eachEngine('SIGKILL in the middle of a block whose stream then stalls: the deltas that arrived are persisted all the same, and recover() keeps them', async (t, engine) => {
+  const { server } = await start(t, ({ body }) => {
+    if (body.messages.length === 1) return reply.blocks([reply.thinking('plan the sum'), 'Let me add.', reply.toolUse('add', { a: 1, b: 2 })])
+    return reply.blocks([reply.thinking('go on'), 'Resumed.'])
+  })
+  const dir = tmpDir(t, 'threadline-anthropic-midblock-')
+  const store = engine.name === 'SQLite' ? path.join(dir, 'agent.db') : engine.store(t)
+  // Delivered: the whole thinking block (two deltas and its signature), then the text block's
+  // start and its first delta ('Let me'); then nothing more arrives.
+  const job = { store, url: server.url, api: 'promise', stream: true, marker: path.join(dir, 'marker'), stallDeltas: 4 }
+  const reader = await promise.Store.open(store)
+  t.after(() => reader.close())
+  let sessionId
+  const killed = await runChild(job, async (line, child) => {
+    if (line.sessionId) sessionId = line.sessionId
+    if (!line.stalled) return
+    // No later event comes to make the writer persist the delta: record() pushes it so that the
+    // writer persists it (its 200 ms interval), and the process is killed once it is stored.
+    const session = await reader.openSession(sessionId)
+    const texts = async () => (await session.envelopes()).filter((e) => e.type === 'stream').flatMap((e) => e.stream.chunks).filter((c) => c.delta?.type === 'text_delta').map((c) => c.delta.text).join('')
+    while ((await texts()) !== 'Let me') {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    child.kill('SIGKILL')
+  })
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr)
+
+  const resumed = await runChild({ ...job, stallDeltas: 0, sessionId, followUp: 'Go on' })
+  assert.equal(resumed.code, 0, resumed.stderr)
+  assert.deepEqual(resumed.lines[0], { repairs: ['close_stream'] })
+  assert.deepEqual(resumed.lines.at(-1), { done: true, text: 'Resumed.' })
+  assert.deepEqual(server.invalid, [])
+  // The cut text block went back with what arrived of it, after the signed thinking.
+  const request = server.modelRequests.at(-1).body
+  assert.deepEqual(request.messages[1].content.map((b) => b.type), ['thinking', 'text'])
+  assert.equal(request.messages[1].content[1].text, 'Let me')
+  assert.equal(assertSignatures(server), 1)
+}, { timeout: 60_000 })
 
 test('without @anthropic-ai/sdk installed, importing threadline/anthropic says what to install', () => {
   // A process where the SDK cannot be resolved, as for a user who has not installed it.
