@@ -123,6 +123,34 @@ eachEngine('a tool runner with thinking and two tools is recorded as it runs, an
   assert.equal(assertSignatures(server), 0 + 1 + 2 + 3)
 })
 
+for (const stream of [false, true]) {
+  eachEngine(`the runner's default message thread (each request after the first sends only the new messages) is recorded as with thread: false (${stream ? 'streamed' : 'plain'})`, async (t, engine) => {
+    const { server, client } = await start(t)
+    const { session } = await open(t, engine, stream ? 'promise' : 'sync')
+    const { thread, ...params } = runnerParams([{ role: 'user', content: 'Add twice' }], { stream })
+    assert.equal(thread, false)
+    const runner = record(session, client.beta.messages.toolRunner(params))
+    let final
+    for await (const item of runner) final = stream ? await item.finalMessage() : item
+    // It really ran on a server-side thread: a create, then continues carrying one message each.
+    const sent = server.modelRequests.map((r) => r.thread?.type)
+    assert.deepEqual(sent, ['create', 'continue', 'continue'])
+    assert.deepEqual(server.modelRequests.slice(1).map((r) => r.sent.messages.length), [1, 1])
+    assert.deepEqual(server.invalid, [])
+    // The session holds the whole conversation the server holds.
+    const last = server.modelRequests.at(-1).body
+    assert.deepEqual((await contextOf(session)).map(wire), [...last.messages, { role: 'assistant', content: final.content }].map(wire))
+    assert.deepEqual((await session.toolCalls()).map((c) => c.state), ['completed', 'completed'])
+
+    // A new runner from the session's context starts a new thread with the whole history.
+    const more = record(session, client.beta.messages.toolRunner({ ...params, messages: [...(await contextOf(session)), { role: 'user', content: 'more' }] }))
+    await more.runUntilDone()
+    assert.deepEqual(server.modelRequests.at(-1).thread, { type: 'create' })
+    assert.deepEqual(server.invalid, [])
+    assert.equal(assertSignatures(server), 0 + 1 + 2 + 3)
+  })
+}
+
 eachEngine('a streaming tool runner on a threadline/promise session goes through beginResponse', async (t, engine) => {
   const { server, client } = await start(t)
   const { session } = await open(t, engine, 'promise')
