@@ -239,7 +239,10 @@ function tapStream(session, stream) {
       return
     }
     held.push(ev)
-    if (BOUNDARY.has(ev.type) || (typeof buffered === 'number' && performance.now() - buffered >= FLUSH_INTERVAL_MS)) {
+    // A block that opens while the writer holds chunks makes it persist them (a block boundary
+    // too): pushed at once, so that the writer's buffer is empty again afterwards, as believed.
+    const opens = ev.type === 'content_block_start'
+    if (BOUNDARY.has(ev.type) || opens || (typeof buffered === 'number' && performance.now() - buffered >= FLUSH_INTERVAL_MS)) {
       pushHeld()
     }
   })
