@@ -100,11 +100,15 @@ const GROWING = { text_delta: 'text', thinking_delta: 'thinking', input_json_del
 /** The writer's FLUSH_INTERVAL (crates/threadline/src/recovery/response.rs). */
 const FLUSH_INTERVAL_MS = 200
 
+/** Events at which what is held is pushed at once: a block's end (the writer persists there). */
+const BOUNDARY = new Set(['content_block_stop'])
+
 /**
- * Events at which what is held is pushed at once: a block's end (the writer persists there) and
- * the message's end.
+ * The message's end: held until the stream ends, and pushed only if it failed. After the last
+ * block's end the writer persists nothing more before `finish`, which stores the final message
+ * and drops what the writer buffered: pushing these would change nothing stored.
  */
-const BOUNDARY = new Set(['content_block_stop', 'message_delta', 'message_stop'])
+const MESSAGE_END = new Set(['message_delta', 'message_stop'])
 
 /**
  * `events` with each run of text / thinking / tool-input deltas of one block as one delta: the
@@ -167,6 +171,9 @@ function tapStream(session, stream) {
   // durable is then never less than with one push per event.
   /** @type {any[]} */
   const held = []
+  /** message_delta / message_stop (MESSAGE_END), pushed only for a stream that failed. */
+  /** @type {any[]} */
+  const ending = []
   /** @type {unknown} */
   let final
   /** @type {unknown} */
@@ -225,6 +232,10 @@ function tapStream(session, stream) {
     // arrive (content, stop reason, usage), before a held event is pushed: that one is copied.
     // It builds its blocks out of copies of the other events' objects and never changes those.
     const ev = event.type === 'message_start' ? structuredClone(event) : event
+    if (MESSAGE_END.has(ev.type)) {
+      ending.push(ev)
+      return
+    }
     if (buffered === 'empty' && !BOUNDARY.has(ev.type)) {
       buffered = 'pushing'
       const mine = ++generation
@@ -258,7 +269,8 @@ function tapStream(session, stream) {
   })
   return new Promise((resolve, reject) => {
     stream.on('end', () => {
-      // No timer outlives the stream.
+      // No timer outlives the stream. A failed stream's error record is built from every event.
+      if (final === undefined) held.push(...ending)
       pushHeld()
       if (writer !== undefined) {
         // The SDK's own final message is stored as it is (the writer assembles the same one);
