@@ -416,6 +416,32 @@ eachEngine('SIGKILL in the middle of a block whose stream then stalls: the delta
   assert.equal(assertSignatures(server), 1)
 }, { timeout: 60_000 })
 
+test('the model server keeps message threads as the API does: continue, thread_not_found, thread_already_continued, no system on a continue', async (t) => {
+  const { server } = await start(t, () => reply.text('ok'))
+  const post = async (body) => {
+    const res = await fetch(`${server.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    return { status: res.status, body: await res.json() }
+  }
+  const base = { model: 'claude-opus-4-5', max_tokens: 100, system: 'be brief' }
+  const first = await post({ ...base, thread: { type: 'create' }, messages: [{ role: 'user', content: 'hi' }] })
+  assert.equal(first.status, 200)
+  const next = await post({ model: base.model, max_tokens: 100, thread: { type: 'continue', previous_message_id: first.body.id }, messages: [{ role: 'user', content: 'again' }] })
+  assert.equal(next.status, 200)
+  // What the model saw: the whole conversation, with the thread's system prompt.
+  assert.deepEqual(server.modelRequests[1].body.messages.map((m) => m.role), ['user', 'assistant', 'user'])
+  assert.equal(server.modelRequests[1].body.system, 'be brief')
+  assert.deepEqual(server.modelRequests[1].sent.messages, [{ role: 'user', content: 'again' }])
+
+  const again = await post({ model: base.model, max_tokens: 100, thread: { type: 'continue', previous_message_id: first.body.id }, messages: [{ role: 'user', content: 'twice' }] })
+  assert.deepEqual([again.status, again.body.error.details], [409, { error_code: 'thread_already_continued' }])
+  const lost = await post({ model: base.model, max_tokens: 100, thread: { type: 'continue', previous_message_id: 'msg_unknown' }, messages: [{ role: 'user', content: 'x' }] })
+  assert.deepEqual([lost.status, lost.body.error.details], [404, { error_code: 'thread_not_found' }])
+  assert.deepEqual(server.invalid, [])
+  const repeated = await post({ ...base, thread: { type: 'continue', previous_message_id: next.body.id }, messages: [{ role: 'user', content: 'x' }] })
+  assert.equal(repeated.status, 400)
+  assert.equal(server.invalid.length, 1)
+})
+
 test('without @anthropic-ai/sdk installed, importing threadline/anthropic says what to install', () => {
   // A process where the SDK cannot be resolved, as for a user who has not installed it.
   const code = `
