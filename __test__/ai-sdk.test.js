@@ -510,6 +510,82 @@ describe('ThreadlineChatStore with streamText and @ai-sdk/anthropic', () => {
   })
 })
 
+describe('ThreadlineChatStore.stepHooks', () => {
+  test('SIGKILL the moment the second model request arrives: with stepHooks the first step is saved already', async (t) => {
+    const [, run] = await libs()
+    const dir = tmpDir(t)
+    let child
+    /** The model requests in the order they arrived. */
+    const arrivals = []
+    const server = await startModelServer({
+      script: (req) => {
+        arrivals.push({ index: req.index })
+        if (req.index === 0) return reply.blocks([reply.thinking('note first'), reply.toolUse('note', { text: 'a' })])
+        if (req.index === 1) {
+          // Step 2's request is on the wire: the process dies before it can do anything more.
+          child.kill('SIGKILL')
+          return new Promise(() => {})
+        }
+        return reply.blocks([reply.thinking('resumed'), 'back'])
+      },
+    })
+    t.after(() => server.close())
+    // Mode 'hooks': stepHooks, with each step's save taking 500 ms (a store far away). With
+    // onStepEnd alone (mode 'plain'), streamText sends step 2's request during that save, and
+    // this kill leaves only the user's message.
+    child = spawn(process.execPath, [RUN, path.join(dir, 'chats.db'), 'hooks', server.url, path.join(dir, 'marker'), 'hooks'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    child.stderr.on('data', (d) => { stderr += d })
+    const exited = await new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+    assert.equal(exited.signal, 'SIGKILL', stderr)
+    assert.deepEqual(arrivals.map((a) => a.index), [0, 1])
+
+    const chats = new ThreadlineChatStore(openStore(t, dir))
+    const loaded = await chats.load('hooks')
+    assert.deepEqual(loaded.map((m) => m.role), ['user', 'assistant'], `loaded ${JSON.stringify(loaded)}; child stderr: ${stderr}`)
+    const parts = loaded[1].parts.filter((p) => p.type !== 'custom')
+    assert.deepEqual(parts.map((p) => p.type), ['step-start', 'reasoning', 'tool-note'])
+    assert.deepEqual(parts[2].output, { noted: 'a' })
+    assert.equal(parts[1].providerMetadata.anthropic.signature, server.issued[0].signature)
+    // A new process continues from it; every request valid.
+    const after = await run.turn({ chats, chatId: 'hooks', model: run.anthropicModel(server.url), text: 'continue', hooks: true })
+    assert.equal(after.length, 4)
+    assert.deepEqual(server.invalid, [])
+  })
+
+  test('prepareStep waits for the previous step\'s save, calls the run\'s own prepareStep, and fails the run if that save failed', async (t) => {
+    const chats = new ThreadlineChatStore(openStore(t))
+    const order = []
+    const hooks = chats.stepHooks('waits', { prepareStep: ({ stepNumber }) => { order.push(`own ${stepNumber}`); return { toolChoice: 'none' } } })
+    assert.deepEqual(await hooks.prepareStep({ stepNumber: 0 }), { toolChoice: 'none' })
+    const second = hooks.prepareStep({ stepNumber: 1 }).then((r) => { order.push('step 1 may start'); return r })
+    await new Promise((resolve) => setImmediate(resolve))
+    // Step 0 has not ended: step 1 may not start.
+    assert.deepEqual(order, ['own 0'])
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }
+    const saving = hooks.onStepEnd({ messages: [user, { id: 'a1', role: 'assistant', parts: [{ type: 'step-start' }, { type: 'text', text: 'one', state: 'done' }] }] })
+    order.push('step 0 ended')
+    await saving
+    assert.deepEqual(await second, { toolChoice: 'none' })
+    assert.deepEqual(order, ['own 0', 'step 0 ended', 'own 1', 'step 1 may start'])
+    assert.deepEqual((await chats.load('waits')).map((m) => m.id), ['u1', 'a1'])
+
+    // A save that fails: the next step's prepareStep rejects with its error (nothing is sent).
+    const bad = chats.stepHooks('bad')
+    const next = bad.prepareStep({ stepNumber: 1 })
+    await assert.rejects(bad.onStepEnd({ messages: [{ id: 'x', role: 'robot', parts: [] }] }), { code: 'INVALID_INPUT' })
+    await assert.rejects(next, { code: 'INVALID_INPUT' })
+    // onEnd releases a prepareStep whose step end never comes (a cancelled UI stream).
+    const cut = chats.stepHooks('cut')
+    const waiting = cut.prepareStep({ stepNumber: 1 })
+    await cut.onEnd({ messages: [user] })
+    assert.equal(await waiting, undefined)
+    assert.throws(() => chats.stepHooks('x', { prepareStep: 1 }), { code: 'INVALID_INPUT', message: /options\.prepareStep/ })
+    assert.throws(() => chats.stepHooks('x', { other: 1 }), { code: 'INVALID_INPUT', message: /options\.other/ })
+    await assert.rejects(hooks.prepareStep({}), { code: 'INVALID_INPUT', message: /stepNumber/ })
+  })
+})
+
 describe('ThreadlineChatStore with @ai-sdk/openai', () => {
   test('a run through the OpenAI Responses API is stored and continued; every request valid', async (t) => {
     const [, run] = await libs()

@@ -30,8 +30,8 @@ const ENGINES = [
 ]
 
 /** One test per engine; the PostgreSQL one is skipped, saying why, without a server. */
-function eachEngine(name, fn) {
-  for (const engine of ENGINES) test(`${name} (${engine.name})`, { skip: engine.skip }, (t) => fn(t, engine))
+function eachEngine(name, fn, options = {}) {
+  for (const engine of ENGINES) test(`${name} (${engine.name})`, { skip: engine.skip, ...options }, (t) => fn(t, engine))
 }
 
 const schema = { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } }
@@ -122,6 +122,34 @@ eachEngine('a tool runner with thinking and two tools is recorded as it runs, an
   assert.deepEqual(server.invalid, [])
   assert.equal(assertSignatures(server), 0 + 1 + 2 + 3)
 })
+
+for (const stream of [false, true]) {
+  eachEngine(`the runner's default message thread (each request after the first sends only the new messages) is recorded as with thread: false (${stream ? 'streamed' : 'plain'})`, async (t, engine) => {
+    const { server, client } = await start(t)
+    const { session } = await open(t, engine, stream ? 'promise' : 'sync')
+    const { thread, ...params } = runnerParams([{ role: 'user', content: 'Add twice' }], { stream })
+    assert.equal(thread, false)
+    const runner = record(session, client.beta.messages.toolRunner(params))
+    let final
+    for await (const item of runner) final = stream ? await item.finalMessage() : item
+    // It really ran on a server-side thread: a create, then continues carrying one message each.
+    const sent = server.modelRequests.map((r) => r.thread?.type)
+    assert.deepEqual(sent, ['create', 'continue', 'continue'])
+    assert.deepEqual(server.modelRequests.slice(1).map((r) => r.sent.messages.length), [1, 1])
+    assert.deepEqual(server.invalid, [])
+    // The session holds the whole conversation the server holds.
+    const last = server.modelRequests.at(-1).body
+    assert.deepEqual((await contextOf(session)).map(wire), [...last.messages, { role: 'assistant', content: final.content }].map(wire))
+    assert.deepEqual((await session.toolCalls()).map((c) => c.state), ['completed', 'completed'])
+
+    // A new runner from the session's context starts a new thread with the whole history.
+    const more = record(session, client.beta.messages.toolRunner({ ...params, messages: [...(await contextOf(session)), { role: 'user', content: 'more' }] }))
+    await more.runUntilDone()
+    assert.deepEqual(server.modelRequests.at(-1).thread, { type: 'create' })
+    assert.deepEqual(server.invalid, [])
+    assert.equal(assertSignatures(server), 0 + 1 + 2 + 3)
+  })
+}
 
 eachEngine('a streaming tool runner on a threadline/promise session goes through beginResponse', async (t, engine) => {
   const { server, client } = await start(t)
@@ -347,6 +375,71 @@ eachEngine('SIGKILL mid-stream: what arrived is kept, recover() closes the strea
   assert.deepEqual(request.messages[1].content.map((b) => b.type), ['thinking', 'text'])
   assert.equal(request.messages[1].content[1].text, 'Let me add.')
   assert.equal(assertSignatures(server), 1)
+})
+
+eachEngine('SIGKILL in the middle of a block whose stream then stalls: the deltas that arrived are persisted all the same, and recover() keeps them', async (t, engine) => {
+  const { server } = await start(t, ({ body }) => {
+    if (body.messages.length === 1) return reply.blocks([reply.thinking('plan the sum'), 'Let me add.', reply.toolUse('add', { a: 1, b: 2 })])
+    return reply.blocks([reply.thinking('go on'), 'Resumed.'])
+  })
+  const dir = tmpDir(t, 'threadline-anthropic-midblock-')
+  const store = engine.name === 'SQLite' ? path.join(dir, 'agent.db') : engine.store(t)
+  // Delivered: the whole thinking block (two deltas and its signature), then the text block's
+  // start and its first delta ('Let me'); then nothing more arrives.
+  const job = { store, url: server.url, api: 'promise', stream: true, marker: path.join(dir, 'marker'), stallDeltas: 4 }
+  const reader = await promise.Store.open(store)
+  t.after(() => reader.close())
+  let sessionId
+  const killed = await runChild(job, async (line, child) => {
+    if (line.sessionId) sessionId = line.sessionId
+    if (!line.stalled) return
+    // No later event comes to make the writer persist the delta: record() pushes it so that the
+    // writer persists it (its 200 ms interval), and the process is killed once it is stored.
+    const session = await reader.openSession(sessionId)
+    const texts = async () => (await session.envelopes()).filter((e) => e.type === 'stream').flatMap((e) => e.stream.chunks).filter((c) => c.delta?.type === 'text_delta').map((c) => c.delta.text).join('')
+    while ((await texts()) !== 'Let me') {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    child.kill('SIGKILL')
+  })
+  assert.equal(killed.signal, 'SIGKILL', killed.stderr)
+
+  const resumed = await runChild({ ...job, stallDeltas: 0, sessionId, followUp: 'Go on' })
+  assert.equal(resumed.code, 0, resumed.stderr)
+  assert.deepEqual(resumed.lines[0], { repairs: ['close_stream'] })
+  assert.deepEqual(resumed.lines.at(-1), { done: true, text: 'Resumed.' })
+  assert.deepEqual(server.invalid, [])
+  // The cut text block went back with what arrived of it, after the signed thinking.
+  const request = server.modelRequests.at(-1).body
+  assert.deepEqual(request.messages[1].content.map((b) => b.type), ['thinking', 'text'])
+  assert.equal(request.messages[1].content[1].text, 'Let me')
+  assert.equal(assertSignatures(server), 1)
+}, { timeout: 60_000 })
+
+test('the model server keeps message threads as the API does: continue, thread_not_found, thread_already_continued, no system on a continue', async (t) => {
+  const { server } = await start(t, () => reply.text('ok'))
+  const post = async (body) => {
+    const res = await fetch(`${server.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    return { status: res.status, body: await res.json() }
+  }
+  const base = { model: 'claude-opus-4-5', max_tokens: 100, system: 'be brief' }
+  const first = await post({ ...base, thread: { type: 'create' }, messages: [{ role: 'user', content: 'hi' }] })
+  assert.equal(first.status, 200)
+  const next = await post({ model: base.model, max_tokens: 100, thread: { type: 'continue', previous_message_id: first.body.id }, messages: [{ role: 'user', content: 'again' }] })
+  assert.equal(next.status, 200)
+  // What the model saw: the whole conversation, with the thread's system prompt.
+  assert.deepEqual(server.modelRequests[1].body.messages.map((m) => m.role), ['user', 'assistant', 'user'])
+  assert.equal(server.modelRequests[1].body.system, 'be brief')
+  assert.deepEqual(server.modelRequests[1].sent.messages, [{ role: 'user', content: 'again' }])
+
+  const again = await post({ model: base.model, max_tokens: 100, thread: { type: 'continue', previous_message_id: first.body.id }, messages: [{ role: 'user', content: 'twice' }] })
+  assert.deepEqual([again.status, again.body.error.details], [409, { error_code: 'thread_already_continued' }])
+  const lost = await post({ model: base.model, max_tokens: 100, thread: { type: 'continue', previous_message_id: 'msg_unknown' }, messages: [{ role: 'user', content: 'x' }] })
+  assert.deepEqual([lost.status, lost.body.error.details], [404, { error_code: 'thread_not_found' }])
+  assert.deepEqual(server.invalid, [])
+  const repeated = await post({ ...base, thread: { type: 'continue', previous_message_id: next.body.id }, messages: [{ role: 'user', content: 'x' }] })
+  assert.equal(repeated.status, 400)
+  assert.equal(server.invalid.length, 1)
 })
 
 test('without @anthropic-ai/sdk installed, importing threadline/anthropic says what to install', () => {

@@ -10,7 +10,9 @@
 // (__test__/helpers/ai-sdk-run.mjs `turn`):
 // - in memory: the UI messages kept in a variable (onStepEnd / onEnd assign them);
 // - Threadline: `chats.load`, `chats.save` of the user's message, `onStepEnd(chatId)` saving each
-//   finished step and `onEnd(chatId)` (a SQLite file store, the default durability).
+//   finished step and `onEnd(chatId)` (a SQLite file store, the default durability);
+// - Threadline with `stepHooks(chatId)`: the same, and streamText's prepareStep waits for each
+//   step's save before the next step's model request.
 // Runs alternate; cost per step = run time / steps; ratio = Threadline / in memory, the median of
 // the per-run ratios. Prints a table and writes bench/results-ai-sdk.json.
 
@@ -46,7 +48,7 @@ function script() {
 }
 
 /** One chat of TURNS turns; returns { ms: the whole run, inStore: ms spent in load and save }. */
-async function chat(helper, model, { chats, memory }) {
+async function chat(helper, model, { chats, memory, hooks = false }) {
   let inStore = 0n
   if (chats) {
     // The time spent in the adapter itself (onStepEnd and onEnd call save), apart from the run's.
@@ -64,7 +66,7 @@ async function chat(helper, model, { chats, memory }) {
   }
   const t0 = now()
   for (let i = 0; i < TURNS; i++) {
-    await helper.turn({ chats, chatId: 'bench', model, text: `question ${i}`, memory })
+    await helper.turn({ chats, chatId: 'bench', model, text: `question ${i}`, memory, hooks })
   }
   return { ms: Number(now() - t0) / 1e6, inStore: Number(inStore) / 1e6 }
 }
@@ -75,16 +77,19 @@ async function run({ log = console.log } = {}) {
   const rows = []
   try {
     for (let r = 0; r < RUNS + 1; r++) {
-      const servers = [await startModelServer({ script: script() }), await startModelServer({ script: script() })]
+      const servers = [await startModelServer({ script: script() }), await startModelServer({ script: script() }), await startModelServer({ script: script() })]
       const store = Store.open(path.join(dir, `run-${r}.db`))
+      const hookStore = Store.open(path.join(dir, `run-${r}-hooks.db`))
       const both = {
         memory: () => chat(helper, helper.anthropicModel(servers[0].url), { memory: { messages: [] } }),
         threadline: () => chat(helper, helper.anthropicModel(servers[1].url), { chats: new ThreadlineChatStore(store) }),
+        hooks: () => chat(helper, helper.anthropicModel(servers[2].url), { chats: new ThreadlineChatStore(hookStore), hooks: true }),
       }
       const t = {}
       // Alternating which goes first, so both see the same machine.
-      for (const k of r % 2 ? ['memory', 'threadline'] : ['threadline', 'memory']) t[k] = await both[k]()
+      for (const k of r % 2 ? ['memory', 'threadline', 'hooks'] : ['hooks', 'threadline', 'memory']) t[k] = await both[k]()
       store.close()
+      hookStore.close()
       for (const s of servers) {
         if (s.invalid.length > 0) throw new Error(`the model server refused a request: ${JSON.stringify(s.invalid[0])}`)
         s.close()
@@ -92,7 +97,7 @@ async function run({ log = console.log } = {}) {
       // The first run warms up the modules and the JIT; it is not counted.
       if (r === 0) continue
       const steps = TURNS * STEPS_PER_TURN
-      rows.push({ memory: t.memory.ms / steps, threadline: t.threadline.ms / steps, inStore: t.threadline.inStore / steps })
+      rows.push({ memory: t.memory.ms / steps, threadline: t.threadline.ms / steps, inStore: t.threadline.inStore / steps, hooks: t.hooks.ms / steps })
       log(`  run ${r}/${RUNS}: in memory ${rows.at(-1).memory.toFixed(2)} ms/step, Threadline ${rows.at(-1).threadline.toFixed(2)} ms/step (${rows.at(-1).inStore.toFixed(2)} in load/save), ${(t.threadline.ms / t.memory.ms).toFixed(2)}x`)
     }
   } finally {
@@ -107,6 +112,8 @@ async function run({ log = console.log } = {}) {
     ratio: median(rows.map((x) => x.threadline / x.memory)),
     added: median(rows.map((x) => x.threadline - x.memory)),
     inStore: median(rows.map((x) => x.inStore)),
+    hooks: median(rows.map((x) => x.hooks)),
+    hooksRatio: median(rows.map((x) => x.hooks / x.memory)),
   }
 }
 
@@ -117,6 +124,7 @@ function format(r) {
     '| per step | AI SDK, messages in memory | ThreadlineChatStore (every step saved) | ratio | goal | wall time inside load/save (overlaps the stream) |',
     '|---|---|---|---|---|---|',
     `| streamText step, toUIMessageStream consumed | ${f(r.memory)} ms | ${f(r.threadline)} ms | ${f(r.ratio)}x | 1.2x | ${f(r.inStore)} ms |`,
+    `| the same with stepHooks (each step saved before the next request) | ${f(r.memory)} ms | ${f(r.hooks)} ms | ${f(r.hooksRatio)}x | 1.2x | |`,
   ].join('\n')
 }
 

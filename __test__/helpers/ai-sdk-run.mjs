@@ -2,7 +2,9 @@
 // user's message, save, stream the answer through toUIMessageStream with the store's onStepEnd
 // and onEnd. Imported by __test__/ai-sdk.test.js and bench/ai-sdk.js; run as a script it is the
 // child process the SIGKILL test kills while its `wait` tool blocks:
-//   node ai-sdk-run.mjs <store path or URL> <chatId> <model server url> <marker file>
+//   node ai-sdk-run.mjs <store path or URL> <chatId> <model server url> <marker file> [hooks]
+// (`hooks`: the run uses chats.stepHooks instead of onStepEnd / onEnd, `plain`: onStepEnd; both
+// with step saves that take 500 ms.)
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import { streamText, tool, jsonSchema, stepCountIs, convertToModelMessages } from 'ai'
@@ -36,14 +38,18 @@ export function tools({ marker, ready } = {}) {
  * `onStepEnd: false` persists only at the end (the AI SDK guide's way). `memory` (an object
  * with `messages`) replaces the store: the framework's own in-memory keeping, for the benchmark.
  */
-export async function turn({ chats, chatId, model, text, marker, thinking = true, onStepEnd = true, memory }) {
+export async function turn({ chats, chatId, model, text, marker, thinking = true, onStepEnd = true, memory, hooks = false, slowSave = 0 }) {
   const before = memory ? memory.messages : await chats.load(chatId)
   const userMessage = { id: memory ? `u${before.length}` : chats.generateMessageId(), role: 'user', parts: [{ type: 'text', text }] }
   const messages = [...before, userMessage]
   if (!memory) await chats.save(chatId, messages)
   let stepSaved
   const ready = new Promise((resolve) => { stepSaved = resolve })
+  // stepHooks: each step saved before the next step's model request (prepareStep waits for it).
+  const run = hooks ? chats.stepHooks(chatId) : undefined
+  if (run) stepSaved()
   const result = streamText({
+    ...(run ? { prepareStep: run.prepareStep } : {}),
     model,
     messages: await convertToModelMessages(messages),
     tools: tools({ marker, ready }),
@@ -57,9 +63,11 @@ export async function turn({ chats, chatId, model, text, marker, thinking = true
     generateMessageId: memory ? () => `a${messages.length}` : chats.generateMessageId,
     ...(memory
       ? { onStepEnd: (e) => { memory.messages = e.messages } }
-      : onStepEnd ? { onStepEnd: async (e) => { await chats.onStepEnd(chatId)(e); stepSaved() } } : {}),
+      : run ? { onStepEnd: async (e) => { await slow(slowSave); await run.onStepEnd(e) } }
+      : onStepEnd ? { onStepEnd: async (e) => { await slow(slowSave); await chats.onStepEnd(chatId)(e); stepSaved() } } : {}),
     onEnd: async (e) => {
       if (memory) memory.messages = e.messages
+      else if (run) await run.onEnd(e)
       else await chats.onEnd(chatId)(e)
       ended(e.messages)
     },
@@ -69,16 +77,21 @@ export async function turn({ chats, chatId, model, text, marker, thinking = true
   return done
 }
 
+/** `slowSave`: a step's save that takes that long (a store far away, a busy database). */
+const slow = (ms) => (ms ? new Promise((resolve) => setTimeout(resolve, ms)) : undefined)
+
 export function anthropicModel(url) {
   return createAnthropic({ baseURL: `${url}/v1`, apiKey: 'test-key' })('claude-sonnet-4-5')
 }
 
 if (process.argv[1] && fs.realpathSync(process.argv[1]) === fs.realpathSync(new URL(import.meta.url))) {
-  const [where, chatId, url, marker] = process.argv.slice(2)
+  const [where, chatId, url, marker, mode] = process.argv.slice(2)
   require('./engine.js')
   const { Store } = require('../../index.js')
   const { ThreadlineChatStore } = require('../../adapters/ai-sdk/index.js')
   const store = Store.open(where)
   const chats = new ThreadlineChatStore(store)
-  await turn({ chats, chatId, model: anthropicModel(url), text: 'note something, then wait', marker })
+  // hooks / plain: step saves that take 500 ms, with stepHooks or with onStepEnd alone.
+  const slowSave = mode === 'hooks' || mode === 'plain' ? 500 : 0
+  await turn({ chats, chatId, model: anthropicModel(url), text: 'note something, then wait', marker, hooks: mode === 'hooks', slowSave })
 }

@@ -5,7 +5,8 @@
 // first); with it, it recovers that session and continues from its context (with `followUp` as
 // a new user message). The `wait` tool writes `marker` and then blocks until the process is
 // killed. With `stall: n` the first response's connection stalls for good after its n-th
-// content block (printing `{ stalled: true }`): a kill mid-stream. Prints `{ done, text }` at the end.
+// content block (printing `{ stalled: true }`): a kill mid-stream; with `stallDeltas: n`, after
+// its n-th content_block_delta event (a kill in the middle of a block). Prints `{ done, text }` at the end.
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -24,7 +25,9 @@ function stallingFetch() {
   let used = false
   return async (url, init) => {
     const res = await fetch(url, init)
-    if (!job.stall || used || !res.body) return res
+    // The event whose n-th occurrence is the last one delivered.
+    const [marker, limit] = job.stallDeltas ? ['event: content_block_delta', job.stallDeltas] : ['event: content_block_stop', job.stall]
+    if (!limit || used || !res.body) return res
     used = true
     const reader = res.body.getReader()
     const decoder = new TextDecoder()
@@ -33,19 +36,19 @@ function stallingFetch() {
     let stops = 0
     const body = new ReadableStream({
       async pull(controller) {
-        if (stops >= job.stall) return hang()
+        if (stops >= limit) return hang()
         const { value, done } = await reader.read()
         if (done) return controller.close()
         text += decoder.decode(value, { stream: true })
-        // Whole events only, up to and including the n-th content_block_stop.
+        // Whole events only, up to and including the n-th marker event.
         let end
-        while (stops < job.stall && (end = text.indexOf('\n\n')) >= 0) {
+        while (stops < limit && (end = text.indexOf('\n\n')) >= 0) {
           const event = text.slice(0, end + 2)
           text = text.slice(end + 2)
           controller.enqueue(encoder.encode(event))
-          if (event.startsWith('event: content_block_stop')) stops++
+          if (event.startsWith(marker)) stops++
         }
-        if (stops >= job.stall) print({ stalled: true })
+        if (stops >= limit) print({ stalled: true })
       },
     })
     return new Response(body, { status: res.status, headers: res.headers })

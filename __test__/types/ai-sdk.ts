@@ -40,6 +40,15 @@ export async function check(
   result.toUIMessageStreamResponse({ originalMessages: await chats.load('chat'), onStepEnd, onEnd })
   const context: ModelMessage[] = await chats.modelMessages('chat', { maxTokens: 100_000 })
   ai.streamText({ model, messages: context })
+  // stepHooks: prepareStep for streamText, the step and end callbacks for its UI message stream.
+  const hooks = chats.stepHooks('chat')
+  const run = ai.streamText({ model, messages: context, prepareStep: hooks.prepareStep })
+  run.toUIMessageStream({ originalMessages: messages, onStepEnd: hooks.onStepEnd, onEnd: hooks.onEnd })
+  // With the run's own prepareStep, typed by streamText's options.
+  const own = fromPromise.stepHooks('chat', {
+    prepareStep: ({ stepNumber }: { stepNumber: number }) => (stepNumber > 2 ? { toolChoice: 'none' as const } : undefined),
+  })
+  ai.streamText({ model, messages: context, prepareStep: own.prepareStep })
   const text: string = INTERRUPTED
   void meta
   void text
@@ -52,6 +61,8 @@ export async function check(
   await chats.save('chat', context)
   // @ts-expect-error the chat id is a string
   chats.onEnd(1)
+  // @ts-expect-error the run's prepareStep is a function
+  chats.stepHooks('chat', { prepareStep: 1 })
   // @ts-expect-error onStepEnd is the UI message stream's callback (it gets UIMessages), not streamText's own
   ai.streamText({ model, messages: context, onStepEnd: chats.onStepEnd('chat') })
 }

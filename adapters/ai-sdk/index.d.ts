@@ -12,6 +12,24 @@ export interface ModelMessagesOptions {
 }
 
 /**
+ * One run's hooks (`ThreadlineChatStore.stepHooks`): `prepareStep` for `streamText`, `onStepEnd`
+ * and `onEnd` for its UI message stream. Each step is saved before the next step's model request.
+ */
+export interface StepHooks<O extends { stepNumber: number } = { stepNumber: number }, R = undefined> {
+  /** For `streamText({ prepareStep })`: before step N+1, waits until step N is saved (rejects if that save failed). */
+  prepareStep(options: O): Promise<R | undefined>
+  /** For `toUIMessageStream({ onStepEnd })`: saves the step (as `onStepEnd(chatId)`). */
+  onStepEnd(event: { messages: UIMessage[] }): Promise<void>
+  /** For `toUIMessageStream({ onEnd })`: saves the chat (as `onEnd(chatId)`) and releases a waiting `prepareStep`. */
+  onEnd(event: { messages: UIMessage[] }): Promise<void>
+}
+
+export interface StepHooksOptions<O, R> {
+  /** The run's own `prepareStep`: called once the previous step is saved; its result is returned. */
+  prepareStep?: ((options: O) => R | PromiseLike<R>) | undefined
+}
+
+/**
  * UIMessage persistence for the AI SDK over a Threadline store (either API, either engine). A
  * chat is a Threadline session whose id is the chatId; its messages are also ordinary
  * Threadline messages (text, thinking with signatures, tool calls and results).
@@ -36,6 +54,15 @@ export declare class ThreadlineChatStore {
   onStepEnd(chatId: string): (event: { messages: UIMessage[] }) => Promise<void>
   /** For `toUIMessageStream({ onEnd })` (or `onFinish`): stores the chat at the end. */
   onEnd(chatId: string): (event: { messages: UIMessage[] }) => Promise<void>
+  /**
+   * Hooks for one run that close the window `onStepEnd` alone leaves (streamText may call the
+   * model for the next step before the UI stream's step end is saved): pass `prepareStep` to
+   * `streamText` and `onStepEnd`, `onEnd` to its UI message stream.
+   */
+  stepHooks<O extends { stepNumber: number } = { stepNumber: number }, R = undefined>(
+    chatId: string,
+    options?: StepHooksOptions<O, R>,
+  ): StepHooks<O, R>
   /** The chat as `ModelMessage[]`, cut to `maxTokens` by `buildContext`'s rules. */
   modelMessages(chatId: string, options?: ModelMessagesOptions): Promise<ModelMessage[]>
 }

@@ -618,6 +618,79 @@ class ThreadlineChatStore {
   }
 
   /**
+   * One run's hooks that make each step durable before the next step's model request is sent:
+   * `prepareStep` for streamText (which awaits it before each step's model call) and `onStepEnd`
+   * / `onEnd` for its UI message stream. `onStepEnd` alone saves a step when the UI message
+   * stream reaches the step's end, while streamText may already be calling the model for the
+   * next one; this `prepareStep` waits, before step N+1, until step N's save has finished (and
+   * fails the run if it failed). `onEnd` saves the chat and releases a `prepareStep` still
+   * waiting (a UI stream cancelled by its consumer passes no more step ends).
+   * @param {string} chatId
+   * @param {{ prepareStep?: ((options: any) => any) | undefined }} [options] the run's own
+   *   `prepareStep`, called once the previous step is saved; what it returns is returned
+   * @returns {{ prepareStep: (options: { stepNumber: number }) => Promise<any>, onStepEnd: (event: { messages: UIMessage[] }) => Promise<void>, onEnd: (event: { messages: UIMessage[] }) => Promise<void> }}
+   */
+  stepHooks(chatId, options = {}) {
+    const id = checkChatId('stepHooks', chatId)
+    if (options === null || typeof options !== 'object') throw fail('INVALID_INPUT', 'stepHooks: options: expected an object')
+    for (const name of Object.keys(options)) {
+      if (name !== 'prepareStep') throw fail('INVALID_INPUT', `stepHooks: options.${name}: unknown option`)
+    }
+    const inner = options.prepareStep
+    if (inner !== undefined && typeof inner !== 'function') {
+      throw fail('INVALID_INPUT', 'stepHooks: options.prepareStep: expected a function')
+    }
+    const saveStep = this.onStepEnd(id)
+    const saveEnd = this.onEnd(id)
+    /** Steps whose save has finished. */
+    let saved = 0
+    let ended = false
+    /** @type {unknown} */
+    let failure
+    /** @type {Array<() => void>} */
+    let waiting = []
+    const wake = () => {
+      const now = waiting
+      waiting = []
+      for (const w of now) w()
+    }
+    return {
+      prepareStep: async (stepOptions) => {
+        const n = stepOptions?.stepNumber
+        if (!Number.isInteger(n) || n < 0) {
+          throw fail('INVALID_INPUT', 'stepHooks: prepareStep: stepNumber: expected the step options streamText passes ({ stepNumber, steps, ... })')
+        }
+        // Step n starts after steps 0..n-1 ended: wait for their saves.
+        while (saved < n && failure === undefined && !ended) {
+          await new Promise((/** @type {(v?: unknown) => void} */ resolve) => waiting.push(resolve))
+        }
+        // Sending the next request without the step saved would break what these hooks promise.
+        if (failure !== undefined) throw failure
+        return inner === undefined ? undefined : inner(stepOptions)
+      },
+      onStepEnd: async (event) => {
+        try {
+          await saveStep(event)
+          saved++
+        } catch (err) {
+          failure ??= err
+          throw err
+        } finally {
+          wake()
+        }
+      },
+      onEnd: async (event) => {
+        try {
+          await saveEnd(event)
+        } finally {
+          ended = true
+          wake()
+        }
+      },
+    }
+  }
+
+  /**
    * The chat as the AI SDK's ModelMessage[], cut to `maxTokens` as `buildContext` cuts it: whole
    * turns, oldest first, the latest prompt always kept.
    * @param {string} chatId

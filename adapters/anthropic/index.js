@@ -97,6 +97,19 @@ async function newMessages(session, messages, path) {
 /** @type {Record<string, string>} */
 const GROWING = { text_delta: 'text', thinking_delta: 'thinking', input_json_delta: 'partial_json' }
 
+/** The writer's FLUSH_INTERVAL (crates/threadline/src/recovery/response.rs). */
+const FLUSH_INTERVAL_MS = 200
+
+/** Events at which what is held is pushed at once: a block's end (the writer persists there). */
+const BOUNDARY = new Set(['content_block_stop'])
+
+/**
+ * The message's end: held until the stream ends, and pushed only if it failed. After the last
+ * block's end the writer persists nothing more before `finish`, which stores the final message
+ * and drops what the writer buffered: pushing these would change nothing stored.
+ */
+const MESSAGE_END = new Set(['message_delta', 'message_stop'])
+
 /**
  * `events` with each run of text / thinking / tool-input deltas of one block as one delta: the
  * same message once assembled, in fewer pushes (each push of a `threadline/promise` writer is a
@@ -148,13 +161,62 @@ function tapStream(session, stream) {
       storeError ??= err
     })
   }
-  /** Events that arrived while earlier pushes ran: pushed by one queued step. */
+  // Pushes are few and coalesced: each one is a native call (a trip to the thread pool for a
+  // `threadline/promise` writer) and events arrive one per macrotask. The writer persists its
+  // buffer at a block boundary, or at a push that comes FLUSH_INTERVAL (200 ms) or more after the
+  // first chunk it buffered (crates/threadline/src/recovery/response.rs). So the first event
+  // after the writer's buffer is (believed) empty is pushed at once, which starts the writer's
+  // clock; the next ones are held here and pushed coalesced at a block boundary, or once 200 ms
+  // have passed since that first push: a push that makes the writer persist them all. What is
+  // durable is then never less than with one push per event.
   /** @type {any[]} */
-  const pending = []
+  const held = []
+  /** message_delta / message_stop (MESSAGE_END), pushed only for a stream that failed. */
+  /** @type {any[]} */
+  const ending = []
   /** @type {unknown} */
   let final
   /** @type {unknown} */
   let streamError
+  /**
+   * Where the writer's buffer stands: 'empty' (believed empty: the next event is pushed at
+   * once), 'pushing' (that first push is queued) or the `performance.now()` taken after that
+   * push returned (never before the writer's own clock started).
+   * @type {'empty' | 'pushing' | number}
+   */
+  let buffered = 'empty'
+  /** Counts the times the writer's buffer was taken as empty: a measure of an older push is dropped. */
+  let generation = 0
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer
+  const clearTimer = () => {
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+  }
+  /** Pushes what is held, coalesced; the writer's buffer is then taken as empty. */
+  const pushHeld = () => {
+    clearTimer()
+    buffered = 'empty'
+    generation++
+    if (held.length === 0) return
+    const chunks = coalesce(held.splice(0))
+    then(async () => {
+      for (const chunk of chunks) await writer.push(chunk)
+    })
+  }
+  /** @param {number} since */
+  const arm = (since) => {
+    clearTimer()
+    timer = setTimeout(() => {
+      timer = undefined
+      if (buffered !== since) return
+      const left = FLUSH_INTERVAL_MS - (performance.now() - since)
+      // Node's timers may fire a little before the writer's own clock says 200 ms.
+      if (left > 0) arm(since)
+      else pushHeld()
+    }, Math.max(1, Math.ceil(FLUSH_INTERVAL_MS - (performance.now() - since))))
+    timer.unref?.()
+  }
   stream.on('streamEvent', (/** @type {any} */ event) => {
     // The writer is begun at the first event: the request id is known by then, and a request
     // that fails before any event leaves nothing to store.
@@ -166,13 +228,33 @@ function tapStream(session, stream) {
         writer = await session.beginResponse(options)
       })
     }
-    // A copy taken now: the SDK builds its message out of the event's objects, and changes them
-    // as later deltas arrive, before a queued push runs.
-    pending.push(structuredClone(event))
-    if (pending.length === 1) {
+    // The SDK keeps message_start's message as its own message and changes it as later events
+    // arrive (content, stop reason, usage), before a held event is pushed: that one is copied.
+    // It builds its blocks out of copies of the other events' objects and never changes those.
+    const ev = event.type === 'message_start' ? structuredClone(event) : event
+    if (MESSAGE_END.has(ev.type)) {
+      ending.push(ev)
+      return
+    }
+    if (buffered === 'empty' && !BOUNDARY.has(ev.type)) {
+      buffered = 'pushing'
+      const mine = ++generation
       then(async () => {
-        for (const chunk of coalesce(pending.splice(0))) await writer.push(chunk)
+        await writer.push(ev)
+        // Unless a boundary pushed what was held meanwhile (the writer's buffer is empty again).
+        if (generation !== mine) return
+        const since = performance.now()
+        buffered = since
+        arm(since)
       })
+      return
+    }
+    held.push(ev)
+    // A block that opens while the writer holds chunks makes it persist them (a block boundary
+    // too): pushed at once, so that the writer's buffer is empty again afterwards, as believed.
+    const opens = ev.type === 'content_block_start'
+    if (BOUNDARY.has(ev.type) || opens || (typeof buffered === 'number' && performance.now() - buffered >= FLUSH_INTERVAL_MS)) {
+      pushHeld()
     }
   })
   stream.on('finalMessage', (/** @type {unknown} */ message) => {
@@ -187,6 +269,9 @@ function tapStream(session, stream) {
   })
   return new Promise((resolve, reject) => {
     stream.on('end', () => {
+      // No timer outlives the stream. A failed stream's error record is built from every event.
+      if (final === undefined) held.push(...ending)
+      pushHeld()
       if (writer !== undefined) {
         // The SDK's own final message is stored as it is (the writer assembles the same one);
         // a failed stream keeps what a model may see again (docs/recovery.md).

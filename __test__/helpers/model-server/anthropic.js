@@ -17,8 +17,9 @@ const ERROR_TYPES = {
   529: 'overloaded_error',
 }
 
-function errorBody(status, message, type) {
-  return { type: 'error', error: { type: type || ERROR_TYPES[status] || 'api_error', message } }
+function errorBody(status, message, type, details) {
+  const error = { type: type || ERROR_TYPES[status] || 'api_error', message }
+  return { type: 'error', error: details === undefined ? error : { ...error, details } }
 }
 
 const isObject = (v) => !!v && typeof v === 'object' && !Array.isArray(v)

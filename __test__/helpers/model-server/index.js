@@ -69,6 +69,9 @@ async function startModelServer({ script } = {}) {
   const invalid = []
   const issued = []
   let modelCalls = 0
+  // Anthropic message threads (`thread: { type: 'create' | 'continue' }`, the SDK's default for
+  // `toolRunner`): each stored reply's whole conversation, by the reply's id.
+  const threads = new Map() // msg_ id -> { messages, system, tools, continued }
 
   // Issues the opaque tokens the real APIs hand out and later check.
   const issuer = {
@@ -125,7 +128,7 @@ async function startModelServer({ script } = {}) {
       entry.status = status
       entry.error = message
       if (refused) invalid.push(entry)
-      if (isAnthropic) return sendJson(res, status, anthropic.errorBody(status, message, extra.type), { 'request-id': `req_${randomId(24)}` })
+      if (isAnthropic) return sendJson(res, status, anthropic.errorBody(status, message, extra.type, extra.details), { 'request-id': `req_${randomId(24)}` })
       return sendJson(res, status, openaiError(status, message, extra))
     }
     try {
@@ -134,8 +137,36 @@ async function startModelServer({ script } = {}) {
       entry.body = raw
       return fail(400, 'The request body is not valid JSON.', {}, { refused: true })
     }
-    const body = entry.body
     const countTokens = url.pathname === '/v1/messages/count_tokens'
+    /** The thread a reply to this request is stored in (none for an unthreaded request). */
+    let thread
+    if (isAnthropic && !countTokens && entry.body && typeof entry.body === 'object' && entry.body.thread !== undefined) {
+      // A thread request: `create` sends the whole conversation; `continue` sends only the
+      // messages after the reply it names, and no `system` / `tools` (the thread's own). The
+      // server answers the whole conversation, which `body` then holds (`sent`: the request).
+      const sent = entry.body
+      const { thread: field, ...rest } = sent
+      entry.sent = sent
+      entry.thread = field
+      if (field && field.type === 'create') {
+        thread = rest
+      } else if (field && field.type === 'continue') {
+        const previous = threads.get(field.previous_message_id)
+        if (!previous) return fail(404, `thread not found: ${field.previous_message_id}`, { type: 'not_found_error', details: { error_code: 'thread_not_found' } })
+        if (previous.continued) return fail(409, `thread already continued from ${field.previous_message_id}`, { type: 'invalid_request_error', details: { error_code: 'thread_already_continued' } })
+        for (const name of ['system', 'tools']) {
+          if (rest[name] !== undefined) return fail(400, `${name}: cannot be set on a thread continue`, {}, { refused: true })
+        }
+        previous.continued = true
+        thread = { ...rest, system: previous.system, tools: previous.tools, messages: [...previous.messages, ...(Array.isArray(rest.messages) ? rest.messages : [])] }
+        if (thread.system === undefined) delete thread.system
+        if (thread.tools === undefined) delete thread.tools
+      } else {
+        return fail(400, 'thread.type: Input should be \'create\' or \'continue\'', {}, { refused: true })
+      }
+      entry.body = thread
+    }
+    const body = entry.body
 
     if (isAnthropic) {
       const problem = anthropic.validate(body, known, { countTokens })
@@ -177,6 +208,10 @@ async function startModelServer({ script } = {}) {
     if (isAnthropic) {
       const message = anthropic.toMessage(r, body, issuer)
       entry.reply = message
+      // The server holds a thread's reply whole or not at all: none for a stream it cuts.
+      if (thread && !streamError) {
+        threads.set(message.id, { messages: [...body.messages, { role: 'assistant', content: message.content }], system: body.system, tools: body.tools, continued: false })
+      }
       const headers = { 'request-id': `req_${randomId(24)}` }
       if (!stream) return sendJson(res, 200, message, headers)
       let events = anthropic.toEvents(message)
