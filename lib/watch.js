@@ -99,6 +99,56 @@ function fileWaker(path) {
 }
 
 /**
+ * The same on PostgreSQL: a listener (its own connection, `LISTEN`) made before the first read;
+ * its waits run on the thread pool, and stopping the watch cancels the one under way. A lost
+ * connection is made again by the listener, which then wakes the watch for a catch-up read.
+ * @param {any} n the native session (or store)
+ */
+async function pgWaker(n) {
+  let listener
+  try {
+    listener = await n.listenAsync()
+  } catch (e) {
+    throw recode(e)
+  }
+  let dirty = true
+  return {
+    /** @param {AbortSignal} stop */
+    async wait(stop) {
+      if (!dirty && !stop.aborted) {
+        const cancel = () => listener.cancel()
+        stop.addEventListener('abort', cancel, { once: true })
+        try {
+          await listener.waitAsync()
+        } catch (e) {
+          throw recode(e)
+        } finally {
+          stop.removeEventListener('abort', cancel)
+        }
+      }
+      dirty = false
+    },
+    close() {
+      listener.cancel()
+      // A wait after the cancel returns at once and closes the connection now, not at GC.
+      listener.waitAsync().catch(() => {})
+    },
+  }
+}
+
+/** @param {string} path */
+function isPostgres(path) {
+  return /^postgres(ql)?:\/\//i.test(path)
+}
+
+// A read that failed because the server went away (restart, network): the listener makes a new
+// connection and wakes the watch, which reads again from where it was.
+/** @param {any} e */
+function transient(e) {
+  return e && (e.code === 'STORE_BUSY' || e.code === 'STORE_IO')
+}
+
+/**
  * @param {any} n the native session
  * @param {number} seq
  */
@@ -163,20 +213,27 @@ function watchSession(session, options) {
   signal?.addEventListener('abort', onAbort, { once: true })
   const n = session[kNative]
   const fromSeq = o.fromSeq
+  const pg = isPostgres(path)
 
   async function* records() {
-    /** @type {ReturnType<typeof fileWaker> | null} */
+    /** @type {{ wait(stop: AbortSignal): Promise<void>, close(): void } | null} */
     let waker = null
     try {
       if (signal?.aborted) throw abortError(signal)
       // Registered before the first read, so no commit falls between the read and the wait.
-      waker = fileWaker(path)
+      waker = pg ? await pgWaker(n) : fileWaker(path)
       let next = fromSeq ?? (await endOf(n))
       for (;;) {
         await waker.wait(stop.signal)
         if (stop.signal.aborted) break
         for (;;) {
-          const page = await readPage(n, next, PAGE)
+          let page
+          try {
+            page = await readPage(n, next, PAGE)
+          } catch (e) {
+            if (pg && transient(e)) break
+            throw e
+          }
           const items = parsePage(page.json, 'watch')
           for (const item of items) {
             if (item.seq !== next) continue // a record already yielded (never expected)
