@@ -27,7 +27,11 @@ fn a_listener_hears_its_sessions_commits_from_another_connection() {
         let a = writer.create_session(SessionOptions::default()).unwrap();
         let b = writer.create_session(SessionOptions::default()).unwrap();
         let watcher = open(&path);
-        let listener = watcher.open_session(a.id(), None).unwrap().listener().unwrap();
+        let listener = watcher
+            .open_session(a.id(), None)
+            .unwrap()
+            .listener()
+            .unwrap();
         if engine == "sqlite" {
             assert!(listener.is_none(), "SQLite has no listener");
             continue;
@@ -63,7 +67,11 @@ fn a_store_listener_hears_every_session() {
         let listener = listener.expect("a listener on PostgreSQL");
         let writer = open(&path);
         let a = writer.create_session(SessionOptions::default()).unwrap();
-        assert_eq!(counts(listener.wait().unwrap()), vec![Some(0)], "{engine}: created");
+        assert_eq!(
+            counts(listener.wait().unwrap()),
+            vec![Some(0)],
+            "{engine}: created"
+        );
         a.append(json!("one"), None).unwrap();
         assert_eq!(counts(listener.wait().unwrap()), vec![Some(1)], "{engine}");
     }

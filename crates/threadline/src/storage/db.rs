@@ -54,8 +54,7 @@ struct Held {
     params: Vec<Value>,
 }
 
-/// Makes a new connection to the store's server, set up as the first one was.
-pub(crate) type Reconnect = std::sync::Arc<dyn Fn() -> Result<PgClient> + Send + Sync>;
+pub(crate) use crate::storage::postgres::client::Reconnect;
 
 impl Pg {
     pub fn new(client: PgClient, schema: String, store: i64, reconnect: Reconnect) -> Pg {

@@ -308,6 +308,10 @@ impl PgClient {
     }
 }
 
+/// Makes a new connection to the store's server, set up as the first one was (shared with the
+/// live watch's listeners, `listen.rs`).
+pub(crate) type Reconnect = std::sync::Arc<dyn Fn() -> StoreResult<PgClient> + Send + Sync>;
+
 /// A flag another thread sets to end a wait (`notifications`) at once.
 #[derive(Default)]
 pub(crate) struct Cancel {

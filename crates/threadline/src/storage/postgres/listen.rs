@@ -10,10 +10,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::client::{Cancel, PgClient};
+use super::client::{Cancel, PgClient, Reconnect};
 use super::error::mapped;
 use crate::error::Result;
-use crate::storage::db::Reconnect;
 
 /// The channel every store's writes notify; the payload names the schema, so a listener of one
 /// store ignores the others on the same database.
