@@ -1149,8 +1149,19 @@ export interface RecallToolResult {
 export interface WatchOptions {
   /** The first seq to yield (records already committed from it on come first); default: the end. */
   fromSeq?: number
-  /** Ends the watch: the pending `next()` rejects with an `AbortError`. */
-  signal?: AbortSignal
+  /**
+   * An `AbortSignal` (the runtime checks it is one): it ends the watch, the pending `next()`
+   * rejects with an `AbortError`.
+   */
+  signal?: WatchSignal
+}
+
+/** The part of `AbortSignal` watch uses (so these types need no DOM or Node types). */
+export interface WatchSignal {
+  readonly aborted: boolean
+  readonly reason: unknown
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void
+  removeEventListener(type: 'abort', listener: () => void): void
 }
 
 export interface EnvelopeRange {
