@@ -166,7 +166,12 @@ async function readPage(n, from, limit) {
   try {
     return /** @type {any} */ (await n.envelopesPageAsync(from, limit))
   } catch (e) {
-    throw recode(e)
+    // The read is the watch's: its errors say so (`watch: session '...' was deleted`).
+    const err = recode(e)
+    if (err && typeof err.message === 'string' && err.message.startsWith('envelopes: ')) {
+      err.message = `watch: ${err.message.slice('envelopes: '.length)}`
+    }
+    throw err
   }
 }
 
