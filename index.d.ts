@@ -1145,6 +1145,25 @@ export interface RecallToolResult {
   is_error?: true
 }
 
+/** `session.watch` options (docs/live.md). */
+export interface WatchOptions {
+  /** The first seq to yield (records already committed from it on come first); default: the end. */
+  fromSeq?: number
+  /**
+   * An `AbortSignal` (the runtime checks it is one): it ends the watch, the pending `next()`
+   * rejects with an `AbortError`.
+   */
+  signal?: WatchSignal
+}
+
+/** The part of `AbortSignal` watch uses (so these types need no DOM or Node types). */
+export interface WatchSignal {
+  readonly aborted: boolean
+  readonly reason: unknown
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void
+  removeEventListener(type: 'abort', listener: () => void): void
+}
+
 export interface EnvelopeRange {
   /** First `seq` to return (whole number >= 0); default 0. */
   fromSeq?: number | undefined
@@ -1476,6 +1495,21 @@ export declare class Session {
 
   /** `envelopes`, with the store read off the main thread. Rejects with the same codes. */
   envelopesAsync(range?: EnvelopeRange): Promise<Envelope[]>
+
+  /**
+   * Follows the session live (docs/live.md): each record as any process commits it, once, in
+   * `seq` order, the same objects `envelopes()` gives. Without `fromSeq`, the records committed
+   * after the watch's first read (at the first `next()`); with it, every record from that seq on
+   * (as in `envelopes`: `fromSeq: last.seq + 1` resumes). Reads run off the main thread, in both
+   * APIs. A `break`, `return()` (even while waiting) or the signal ends it and releases all it
+   * holds; the signal makes the pending `next()` reject with an `AbortError` (name `AbortError`,
+   * code `ABORT_ERR`), as Node's own async iterables do.
+   *
+   * @throws `INVALID_INPUT` at the call for a bad option (the path says which), or a session of
+   *   an in-memory store (nothing else can write it); `NOT_FOUND` from `next()` once the
+   *   session is deleted; `CLOSED`.
+   */
+  watch(options?: WatchOptions): AsyncIterableIterator<Envelope>
 
   /**
    * The turns, in order. A turn starts at a prompt and runs to the record before the next prompt.

@@ -16,6 +16,20 @@ export declare class NativeImporter {
   report(): string
 }
 
+export declare class NativeListener {
+  /**
+   * Waits on the thread pool for the next commit the listener hears of, a reconnection or
+   * `cancel`: `{"wake":"changes","changes":[{"num","records"}]}` (records null: deleted),
+   * `{"wake":"reconnected"}` or `{"wake":"cancelled"}`.
+   */
+  waitAsync(): Promise<string>
+  /**
+   * Ends the wait under way (it resolves `cancelled`) and every later one; the connection
+   * closes then.
+   */
+  cancel(): void
+}
+
 /** Pages of a bulk read, read ahead on another thread while JS parses the current one. */
 export declare class NativePages {
   /** The next page (a JSON array), or null when there is none. */
@@ -108,6 +122,8 @@ export declare class NativeSession {
   /** Checks every record of the session; the report as JSON. */
   verify(): string
   close(): void
+  /** A listener of this session's commits, made on the thread pool; null on SQLite. */
+  listenAsync(): Promise<NativeListener | null>
 }
 
 export declare class NativeStore {
@@ -179,6 +195,8 @@ export declare class NativeStore {
   /** A copy of every session in a new SQLite file at `path`; the report as JSON. */
   backup(path: string): string
   close(): void
+  /** A listener of every session's commits, made on the thread pool; null on SQLite. */
+  listenAsync(): Promise<NativeListener | null>
 }
 
 /**

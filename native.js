@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.NativeImporter = nativeBinding.NativeImporter
+module.exports.NativeListener = nativeBinding.NativeListener
 module.exports.NativePages = nativeBinding.NativePages
 module.exports.NativeResponseWriter = nativeBinding.NativeResponseWriter
 module.exports.NativeSession = nativeBinding.NativeSession

@@ -27,6 +27,7 @@ import type {
   Envelope,
   EnvelopeOptions,
   EnvelopeRange,
+  WatchOptions,
   EventEnvelope,
   ListSessionsFilter,
   Message,
@@ -132,6 +133,8 @@ export declare class Session {
   envelopes(range?: EnvelopeRange): Promise<Envelope[]>
   /** The same as `envelopes`. */
   envelopesAsync(range?: EnvelopeRange): Promise<Envelope[]>
+  /** As in `threadline` (docs/live.md): each committed record once, in seq order, as it comes. */
+  watch(options?: WatchOptions): AsyncIterableIterator<Envelope>
   turns(): Promise<Turn[]>
   tokenTracker(): Promise<TokenTracker>
   contextFill(): Promise<ContextFill>

@@ -12,6 +12,7 @@ const { storeOptions, pathArg, checkNativeStore } = require('./args.js')
 const { Telemetry, addListener, DEFAULT_SLOW_MS } = require('./telemetry.js')
 const { call, queued } = require('./run.js')
 const { SessionSteps } = require('./steps/session.js')
+const { watchSession } = require('./watch.js')
 const { WriterSteps } = require('./steps/writer.js')
 const { StoreSteps } = require('./steps/store.js')
 
@@ -84,6 +85,13 @@ class PromiseSession {
   /** @param {any} range */
   envelopesAsync(range) {
     return this.envelopes(range)
+  }
+
+  // Each committed record from options.fromSeq on (default: those committed after this call), as
+  // any process commits them; lib/watch.js.
+  /** @param {any} [options] */
+  watch(options) {
+    return watchSession(this, options)
   }
 
   turns() {

@@ -7,5 +7,7 @@ const kNative = Symbol('native')
 const kTelemetry = Symbol('telemetry')
 const kQueue = Symbol('queue')
 const kKind = Symbol('kind')
+// the Store a session came from (its path tells session.watch what to watch)
+const kStore = Symbol('store')
 
-module.exports = { kNative, kTelemetry, kQueue, kKind }
+module.exports = { kNative, kTelemetry, kQueue, kKind, kStore }

@@ -12,6 +12,7 @@ const { parsePage } = require('./pages.js')
 const { Telemetry, addListener, DEFAULT_SLOW_MS } = require('./telemetry.js')
 const { callNow, runSync, runFrom, runWaiting } = require('./run.js')
 const { SessionSteps } = require('./steps/session.js')
+const { watchSession } = require('./watch.js')
 const { WriterSteps } = require('./steps/writer.js')
 const { StoreSteps, wrapSession } = require('./steps/store.js')
 
@@ -109,6 +110,13 @@ class Session {
       from = page.next
     }
     return out
+  }
+
+  // Each committed record from options.fromSeq on (default: those committed after this call), as
+  // any process commits them; lib/watch.js.
+  /** @param {any} [options] */
+  watch(options) {
+    return watchSession(this, options)
   }
 
   get turns() {

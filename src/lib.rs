@@ -19,6 +19,7 @@ mod session;
 mod store;
 mod text;
 mod validate;
+mod watch;
 
 use napi_derive::napi;
 

@@ -14,7 +14,7 @@ use crate::session::NativeSession;
 
 #[napi]
 pub struct NativeStore {
-    inner: Arc<Store>,
+    pub(crate) inner: Arc<Store>,
 }
 
 impl NativeStore {

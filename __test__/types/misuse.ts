@@ -5,6 +5,15 @@
 import { ERROR_CODES, Session, Store, type ContentBlock, type ErrorCode, type Message, type ThreadlineError } from 'threadline'
 
 export function misuses(store: Store, session: Session, block: ContentBlock, message: Message, err: ThreadlineError): void {
+  // ---- a watch yields envelopes ---------------------------------------------------------------
+  void (async () => {
+    for await (const r of session.watch({ fromSeq: 0, signal: new AbortController().signal })) {
+      const seq: number = r.seq
+      // @ts-expect-error an envelope's seq is a number
+      const s: string = r.seq
+      void seq, s
+    }
+  })()
   // ---- narrowing on block.type -------------------------------------------------------------
   if (block.type === 'text') {
     // @ts-expect-error a text block has no input
@@ -92,6 +101,12 @@ export function misuses(store: Store, session: Session, block: ContentBlock, mes
   store.listSessions({ status: 'running' })
   // @ts-expect-error the range is { fromSeq, limit }
   session.envelopes({ from: 0 })
+  // @ts-expect-error watch's options are { fromSeq, signal }
+  session.watch({ from: 0 })
+  // @ts-expect-error fromSeq is a number
+  session.watch({ fromSeq: '3' })
+  // @ts-expect-error a watch is async: for await, not for
+  for (const r of session.watch()) void r
   // @ts-expect-error token counts are numbers
   session.restoreTokenState({ inputTokens: '5' })
   // @ts-expect-error not a TokenTracker field

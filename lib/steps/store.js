@@ -4,7 +4,7 @@
 
 const { path: nodePath } = require('../binding.js')
 const { fail, recode, describe, shown } = require('../errors.js')
-const { kNative, kTelemetry, kKind, kQueue } = require('../symbols.js')
+const { kNative, kTelemetry, kKind, kQueue, kStore } = require('../symbols.js')
 const { object, idArg, promptKeyOf } = require('../args.js')
 const { toJson, optJson, optionsJson } = require('../json.js')
 const { call, runSync, queued } = require('../run.js')
@@ -17,7 +17,9 @@ const { call, runSync, queued } = require('../run.js')
  * @param {NativeSession} n
  */
 function wrapSession(n, store) {
-  return new store[kKind].Session({ [kNative]: n, [kTelemetry]: store[kTelemetry] })
+  const session = new store[kKind].Session({ [kNative]: n, [kTelemetry]: store[kTelemetry] })
+  session[kStore] = store
+  return session
 }
 
 /** The steps of Store's methods (`this` is a Store of either API). */

@@ -96,6 +96,7 @@ pub use session::readahead::{message_pages, pages, PageStream, Source};
 pub use session::{ContextFill, MessageView, Page, RestoreReport, Session, Skipped, PAGE_BYTES};
 pub use storage::journal::CallState;
 pub use storage::notice::Notice;
+pub use storage::postgres::listen::{Change, Listener, Wake};
 pub use store::maintenance::{BackupReport, StoreStats, VacuumReport};
 pub use store::verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};
 pub use store::{default_store_path, Store};

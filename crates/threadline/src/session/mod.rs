@@ -899,6 +899,14 @@ impl Session {
         Ok(read_info(&conn, self.num).map_err(|e| e.during("info"))?.0)
     }
 
+    /// On PostgreSQL, a listener that wakes at each commit to this session (its records, its
+    /// row, its deletion), on a connection of its own; None on SQLite, whose watches are woken
+    /// by the store's file changing (the Node binding's `session.watch` watches it).
+    pub fn listener(&self) -> Result<Option<crate::Listener>> {
+        let conn = self.conn().map_err(|e| e.during("watch"))?;
+        conn.listener(Some(self.num)).map_err(|e| e.during("watch"))
+    }
+
     pub fn set_status(&self, status: Status) -> Result<()> {
         let run = || -> Result<()> {
             self.shared.writable()?;

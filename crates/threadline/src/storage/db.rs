@@ -54,8 +54,7 @@ struct Held {
     params: Vec<Value>,
 }
 
-/// Makes a new connection to the store's server, set up as the first one was.
-pub(crate) type Reconnect = Box<dyn Fn() -> Result<PgClient> + Send>;
+pub(crate) use crate::storage::postgres::client::Reconnect;
 
 impl Pg {
     pub fn new(client: PgClient, schema: String, store: i64, reconnect: Reconnect) -> Pg {
@@ -430,6 +429,27 @@ macro_rules! args {
 pub(crate) use args;
 
 impl Db {
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Db::Postgres(_))
+    }
+
+    /// A listener of the store's committed changes (of session `only`, or of all) on a
+    /// connection of its own (`postgres/listen.rs`); None on SQLite, whose watches are woken
+    /// by the file (lib/watch.js).
+    pub fn listener(
+        &self,
+        only: Option<i64>,
+    ) -> Result<Option<crate::storage::postgres::listen::Listener>> {
+        match self {
+            Db::Sqlite(..) => Ok(None),
+            Db::Postgres(p) => Ok(Some(crate::storage::postgres::listen::Listener::new(
+                p.reconnect.clone(),
+                p.schema.clone(),
+                only,
+            )?)),
+        }
+    }
+
     /// `sqlite` on SQLite, `postgres` on PostgreSQL: for the few statements the engines spell
     /// differently.
     pub fn pick(&self, sqlite: &'static str, postgres: &'static str) -> &'static str {

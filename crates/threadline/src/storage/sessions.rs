@@ -119,6 +119,13 @@ pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
     // (which updates the row last, `write_order::touch_records`) to end, and such a write that
     // comes after finds no row and is undone; the records deleted next are then all there are.
     conn.execute("DELETE FROM sessions WHERE num = ?1", &args![num])?;
+    if conn.is_postgres() {
+        // Live watches hear of it at the commit (`postgres/listen.rs`).
+        conn.execute(
+            "SELECT pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' d')",
+            &args![num],
+        )?;
+    }
     conn.execute(
         "DELETE FROM records WHERE id BETWEEN ?1 AND ?2",
         &args![lo, hi],

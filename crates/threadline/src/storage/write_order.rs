@@ -14,8 +14,10 @@ pub(crate) fn touch(conn: &Db, num: i64) -> Result<()> {
     conn.execute_later(
         conn.pick(
             "UPDATE sessions SET write_seq = (SELECT coalesce(max(write_seq), 0) + 1 FROM sessions) WHERE num = ?1",
-            // Writers of other sessions run at once here: a sequence orders them.
-            "UPDATE sessions SET write_seq = nextval('write_seq') WHERE num = ?1",
+            // Writers of other sessions run at once here: a sequence orders them. The NOTIFY,
+            // sent at the commit, tells live watches (`postgres/listen.rs`) of the change.
+            "WITH u AS (UPDATE sessions SET write_seq = nextval('write_seq') WHERE num = ?1 RETURNING records) \
+             SELECT pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' ' || u.records::text) FROM u",
         ),
         &args![num],
     )
@@ -40,8 +42,10 @@ pub(crate) fn touch_records(conn: &Db, num: i64, records: u64) -> Result<()> {
             // PostgreSQL: another process may have deleted the session since this write began
             // (each statement sees the store as it is then); the records it added would belong
             // to no session. No row updated divides by zero: the transaction fails, NOT_FOUND
-            // (postgres/error.rs), sent with the COMMIT as before (one round trip).
-            "WITH u AS (UPDATE sessions SET write_seq = nextval('write_seq'), records = ?2 WHERE num = ?1 RETURNING 1) SELECT 1 / count(*) FROM u",
+            // (postgres/error.rs), sent with the COMMIT as before (one round trip). The NOTIFY,
+            // sent at the commit (never if it fails), wakes live watches (`postgres/listen.rs`).
+            "WITH u AS (UPDATE sessions SET write_seq = nextval('write_seq'), records = ?2 WHERE num = ?1 RETURNING 1) \
+             SELECT 1 / count(*), pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' ' || ?2::bigint::text) FROM u",
         ),
         &args![num, records as i64],
     )

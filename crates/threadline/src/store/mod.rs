@@ -143,6 +143,13 @@ impl Store {
             .map_err(|e| e.during("openSession"))
     }
 
+    /// On PostgreSQL, a listener that wakes at each commit to any session of the store; None on
+    /// SQLite (see `Session::listener`).
+    pub fn listener(&self) -> Result<Option<crate::Listener>> {
+        let conn = self.shared.lock().map_err(|e| e.during("watch"))?;
+        conn.listener(None).map_err(|e| e.during("watch"))
+    }
+
     /// Sessions, most recently updated first.
     pub fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionInfo>> {
         let run = || -> Result<Vec<SessionInfo>> {

@@ -239,6 +239,42 @@ impl PgClient {
         )
     }
 
+    /// Waits for the connection's next notifications (`LISTEN`), on this thread, until one comes
+    /// (then the ones already arrived with it) or `cancel` is notified (then none). A connection
+    /// that fails or ends is an error: the caller makes a new one. No bound on the wait: keepalive
+    /// finds a server that went away (`connect` sets it).
+    pub fn notifications(
+        &mut self,
+        cancel: &Cancel,
+    ) -> Result<Vec<tokio_postgres::Notification>, PgError> {
+        let connection = &mut self.connection;
+        self.runtime.block_on(future::poll_fn(|cx| {
+            let mut got = Vec::new();
+            loop {
+                match connection.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(Ok(AsyncMessage::Notification(n)))) => got.push(n),
+                    Poll::Ready(Some(Ok(_))) => continue,
+                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(PgError::Pg(e))),
+                    Poll::Ready(None) => {
+                        return Poll::Ready(Err(PgError::TimedOut {
+                            what: "notifications (the connection ended)".to_string(),
+                            after: Duration::ZERO,
+                        }))
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            if !got.is_empty() {
+                return Poll::Ready(Ok(got));
+            }
+            if cancel.poll(cx) {
+                Poll::Ready(Ok(Vec::new()))
+            } else {
+                Poll::Pending
+            }
+        }))
+    }
+
     /// Whether the connection is gone (the server closed it, or it failed).
     pub fn is_closed(&self) -> bool {
         self.client.is_closed()
@@ -269,6 +305,49 @@ impl PgClient {
             .await
         });
         closed.unwrap_or(Ok(()))
+    }
+}
+
+/// Makes a new connection to the store's server, set up as the first one was (shared with the
+/// live watch's listeners, `listen.rs`).
+pub(crate) type Reconnect = std::sync::Arc<dyn Fn() -> StoreResult<PgClient> + Send + Sync>;
+
+/// A flag another thread sets to end a wait (`notifications`) at once.
+#[derive(Default)]
+pub(crate) struct Cancel {
+    set: std::sync::atomic::AtomicBool,
+    waker: std::sync::Mutex<Option<std::task::Waker>>,
+    pause: std::sync::Condvar,
+}
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.set.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut waker = self.waker.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = waker.take() {
+            w.wake();
+        }
+        self.pause.notify_all();
+    }
+
+    /// Sleeps for `d`, or until `cancel`.
+    pub fn sleep(&self, d: Duration) {
+        let waker = self.waker.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self.pause.wait_timeout_while(waker, d, |_| !self.is_set());
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.set.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether it is set; if not, `cx` is woken when it is. The waker is stored before the
+    /// flag is read again, so a `cancel` in between is not missed.
+    fn poll(&self, cx: &mut std::task::Context<'_>) -> bool {
+        if self.is_set() {
+            return true;
+        }
+        *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+        self.is_set()
     }
 }
 

@@ -6,6 +6,7 @@
 pub(crate) mod client;
 pub(crate) mod error;
 pub(crate) mod lease;
+pub(crate) mod listen;
 pub(crate) mod schema;
 pub(crate) mod tails;
 pub(crate) mod tls;
@@ -79,7 +80,7 @@ pub(crate) fn open(text: &str, options: &StoreOptions) -> Result<crate::storage:
     let store = schema::store_id(&mut client)?;
     let schema = url.schema.clone();
     let options = options.clone();
-    let reconnect = Box::new(move || connect(&url, &options));
+    let reconnect = std::sync::Arc::new(move || connect(&url, &options));
     Ok(crate::storage::db::Db::Postgres(Box::new(
         crate::storage::db::Pg::new(client, schema, store, reconnect),
     )))

@@ -1,0 +1,283 @@
+'use strict'
+// session.watch (docs/live.md): each committed record once, in seq order, as any process commits
+// it, on both engines and through both APIs. Real processes: two writers append 10,000 records
+// into four sessions while three watchers collect; one writer is SIGKILLed mid-run (what it
+// acknowledged arrives, nothing else), one watcher is SIGKILLed and restarted with fromSeq (it
+// misses nothing and repeats nothing), and on PostgreSQL the server restarts mid-run. A stopped
+// watch leaves nothing behind: every watcher process exits on its own.
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const path = require('node:path')
+const readline = require('node:readline')
+const { spawn } = require('node:child_process')
+
+const { lib, tmpDir, expectError } = require('./helpers/util')
+const promise = require('../promise.js')
+const { restartServer } = require('./helpers/torture/faults.js')
+
+const { Store } = lib
+const WRITER = path.join(__dirname, 'helpers', 'watch-writer.js')
+const READER = path.join(__dirname, 'helpers', 'watch-reader.js')
+
+let schemas = 0
+// A URL of the test server with a schema of its own, or null (said) when there is no server.
+function pgUrl(t, name) {
+  const base = process.env.THREADLINE_TEST_POSTGRES
+  if (!base) {
+    assert.ok(!process.env.THREADLINE_REQUIRE_POSTGRES, 'THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not')
+    t.diagnostic('THREADLINE_TEST_POSTGRES is not set: run through `npm test` for PostgreSQL')
+    return null
+  }
+  const schema = `js_watch_${name}_${process.pid}_${Date.now() % 1e8}_${schemas++}`
+  return `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`
+}
+
+// Both engines: a file in a temporary directory, and a schema on the test server when there is one.
+function engines(t, name) {
+  const out = [['sqlite', path.join(tmpDir(t), `${name}.db`)]]
+  const url = pgUrl(t, name)
+  if (url) out.push(['postgres', url])
+  return out
+}
+
+const spawned = []
+test.after(() => { for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL') })
+
+// A child process whose stdout lines go to `onLine`; `exited` resolves with its exit code (or
+// signal name).
+function child(script, args, onLine) {
+  const p = spawn(process.execPath, [script, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
+  spawned.push(p)
+  let stderr = ''
+  p.stderr.on('data', (d) => { stderr += d })
+  readline.createInterface({ input: p.stdout }).on('line', onLine)
+  p.exited = new Promise((resolve) => p.on('close', (code, signal) => resolve({ code: code ?? signal, stderr })))
+  return p
+}
+
+// Resolves once `check()` holds, checked at each line a process prints.
+function until(check) {
+  let resolve
+  const done = new Promise((r) => { resolve = r })
+  return { done, poke: () => { if (check()) resolve() } }
+}
+
+for (const [engine, api] of [['sqlite', 'sync'], ['postgres', 'promise']]) {
+  test(`${engine}: two writers append 5,000 records each into four sessions (one SIGKILLed mid-run), three watchers each get every record once, in order; a killed writer's acknowledged records arrive; a killed watcher resumes with fromSeq${engine === 'postgres' ? '; the server restarts mid-run' : ''}`, { timeout: 600_000 }, async (t) => {
+    const location = engine === 'sqlite' ? path.join(tmpDir(t), 'live.db') : pgUrl(t, 'live')
+    if (!location) return
+    const setup = Store.open(location)
+    const ids = [0, 1, 2, 3].map(() => setup.createSession({ project: 'live' }).id)
+    setup.close()
+    const from = Object.fromEntries(ids.map((id) => [id, 0]))
+
+    // What each watcher printed, per session: [seq, uuid] in the order it came.
+    const seen = [new Map(), new Map(), new Map()]
+    let onProgress = () => {}
+    const onRec = (i) => (line) => {
+      const [kind, id, seq, uuid] = line.split(' ')
+      if (kind !== 'rec') return
+      if (!seen[i].has(id)) seen[i].set(id, [])
+      seen[i].get(id).push([Number(seq), uuid])
+      onProgress()
+    }
+    const readers = [
+      child(READER, [location, api, JSON.stringify(from)], onRec(0)),
+      child(READER, [location, api === 'sync' ? 'promise' : 'sync', JSON.stringify(from)], onRec(1)),
+      child(READER, [location, api, JSON.stringify(from)], onRec(2)),
+    ]
+
+    const acked = new Map(ids.map((id) => [id, []]))
+    let acks = 0
+    let onAck = () => {}
+    const onWriter = (line) => {
+      const [kind, id, seq, uuid] = line.split(' ')
+      if (kind !== 'ack') return
+      acked.get(id).push([Number(seq), uuid])
+      acks++
+      onAck()
+    }
+    const steady = child(WRITER, [location, `${ids[0]},${ids[1]}`, '5000'], onWriter)
+    const doomed = child(WRITER, [location, `${ids[2]},${ids[3]}`, '5000'], onWriter)
+
+    // Mid-run: the third watcher is killed once it has 500 records, the second writer once 3,000
+    // records are acknowledged, and (PostgreSQL) the server restarts at 4,000.
+    const killWatcher = until(() => [...seen[2].values()].reduce((n, l) => n + l.length, 0) >= 500)
+    const killWriter = until(() => acks >= 3000)
+    const restart = until(() => acks >= 4000)
+    onAck = () => { killWriter.poke(); restart.poke() }
+    onProgress = () => killWatcher.poke()
+    const steps = [
+      killWatcher.done.then(async () => {
+        readers[2].kill('SIGKILL')
+        await readers[2].exited
+        const resume = Object.fromEntries(ids.map((id) => {
+          const got = seen[2].get(id) ?? []
+          return [id, got.length ? got[got.length - 1][0] + 1 : 0]
+        }))
+        readers[2] = child(READER, [location, api, JSON.stringify(resume)], onRec(2))
+      }),
+      killWriter.done.then(() => doomed.kill('SIGKILL')),
+    ]
+    if (engine === 'postgres') {
+      steps.push(restart.done.then(async () => assert.equal(await restartServer(), null)))
+    }
+    const steadyExit = await steady.exited
+    assert.equal(steadyExit.code, 0, steadyExit.stderr)
+    await Promise.all(steps)
+    assert.equal((await doomed.exited).code, 'SIGKILL')
+
+    // What the store holds now (opening it replays what the killed writer acknowledged).
+    const check = Store.open(location)
+    const stored = new Map(ids.map((id) => [id, check.openSession(id).envelopes().map((r) => [r.seq, r.uuid])]))
+    check.close()
+    for (const [n, id] of ids.entries()) {
+      const have = stored.get(id)
+      const ack = acked.get(id)
+      assert.deepEqual(have.slice(0, ack.length), ack, `session ${n}: every acknowledged record, at its seq`)
+      if (n < 2) assert.equal(have.length, ack.length, `session ${n}: nothing but what was acknowledged`)
+      // The killed writer: at most the append it was making when killed besides.
+      else assert.ok(have.length <= ack.length + 1, `session ${n}: ${have.length} stored, ${ack.length} acknowledged`)
+    }
+    const total = [...stored.values()].reduce((n, l) => n + l.length, 0)
+    t.diagnostic(`${engine}: ${total} records stored, ${acks} acknowledged`)
+
+    const counts = Object.fromEntries(ids.map((id) => [id, stored.get(id).length]))
+    for (const r of readers) r.stdin.write(`stop ${JSON.stringify(counts)}\n`)
+    for (const [i, r] of readers.entries()) {
+      const { code, stderr } = await r.exited
+      assert.equal(code, 0, `watcher ${i} exits on its own once its watches stop: ${stderr}`)
+    }
+    for (const [i, got] of seen.entries()) {
+      for (const [n, id] of ids.entries()) {
+        assert.deepEqual(got.get(id) ?? [], stored.get(id), `watcher ${i}, session ${n}: every record once, in seq order`)
+      }
+    }
+  })
+}
+
+test('watch starts after the current end unless fromSeq says; fromSeq is the first seq yielded, as in envelopes()', async (t) => {
+  for (const [engine, location] of engines(t, 'start')) {
+    const writer = Store.open(location)
+    const s = writer.createSession({})
+    s.append('zero')
+    s.append('one')
+    const watcher = await promise.Store.open(location)
+    const w = await watcher.openSession(s.id)
+    const fresh = w.watch()
+    const fromOne = w.watch({ fromSeq: 1 })
+    assert.equal((await fromOne.next()).value.seq, 1, engine)
+    // The watch without fromSeq starts where its first read finds the end: records appended
+    // from now on until it yields one; it yields none of the two before.
+    let got
+    const first = fresh.next().then((r) => { got = r })
+    for (let i = 2; got === undefined; i++) {
+      s.append(`record ${i}`)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    await first
+    s.append('one more')
+    assert.ok(got.value.seq >= 2, `${engine}: ${got.value.seq}`)
+    const second = await fresh.next()
+    assert.equal(second.value.seq, got.value.seq + 1, `${engine}: the next one follows`)
+    assert.equal((await fromOne.next()).value.message.content[0].text, 'record 2', `${engine}: fromSeq 1 goes on with seq 2`)
+    await fresh.return()
+    await fromOne.return()
+    await watcher.close()
+    writer.close()
+  }
+})
+
+test('an aborted signal ends the watch with an AbortError, as Node\'s own async iterables do; return() ends one waiting for a record', async (t) => {
+  for (const [engine, location] of engines(t, 'abort')) {
+    const store = Store.open(location)
+    const s = store.createSession({})
+    const ac = new AbortController()
+    const waiting = s.watch({ signal: ac.signal }).next()
+    ac.abort()
+    await assert.rejects(waiting, (e) => e.name === 'AbortError' && e.code === 'ABORT_ERR', engine)
+
+    const aborted = AbortSignal.abort()
+    await assert.rejects(s.watch({ signal: aborted }).next(), { name: 'AbortError' }, engine)
+
+    const it = s.watch()
+    const pending = it.next()
+    await it.return()
+    assert.deepEqual(await pending, { value: undefined, done: true }, engine)
+    store.close()
+  }
+})
+
+test('a process whose watch stopped exits on its own', async (t) => {
+  for (const [engine, location] of engines(t, 'exit')) {
+    const store = Store.open(location)
+    const created = store.createSession({})
+    created.append('one record')
+    const id = created.id
+    store.close()
+    for (const api of ['sync', 'promise']) {
+      // Stopped while waiting, no record ever written: nothing it made may keep the process up.
+      const script = `
+        const { Store } = require(${JSON.stringify(api === 'promise' ? path.join(__dirname, '..', 'promise.js') : path.join(__dirname, '..'))})
+        ;(async () => {
+          const store = await Store.open(${JSON.stringify(location)})
+          const s = await store.openSession(${JSON.stringify(id)})
+          const ac = new AbortController()
+          const it = s.watch({ signal: ac.signal })
+          const next = it.next()
+          setImmediate(() => ac.abort())
+          await next.catch((e) => { if (e.name !== 'AbortError') throw e })
+          for await (const r of s.watch({ fromSeq: 0 })) break
+          const other = s.watch()
+          const waiting = other.next()
+          await other.return()
+          await waiting
+          process.stdout.write('stopped')
+        })()`
+      const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      let err = ''
+      p.stdout.on('data', (d) => { out += d })
+      p.stderr.on('data', (d) => { err += d })
+      const code = await new Promise((resolve) => p.on('close', resolve))
+      assert.equal(code, 0, `${engine} ${api}: ${err}`)
+      assert.equal(out, 'stopped', `${engine} ${api}`)
+    }
+  }
+})
+
+test('a deleted session ends its watch with NOT_FOUND', async (t) => {
+  for (const [engine, location] of engines(t, 'deleted')) {
+    const writer = Store.open(location)
+    const s = writer.createSession({})
+    s.append('kept')
+    const watcher = Store.open(location)
+    const it = watcher.openSession(s.id).watch({ fromSeq: 0 })
+    assert.equal((await it.next()).value.seq, 0, engine)
+    const next = it.next()
+    writer.deleteSession(s.id)
+    await assert.rejects(next, (e) => e.code === 'NOT_FOUND' && /^watch: .*deleted/.test(e.message), engine)
+    watcher.close()
+    writer.close()
+  }
+})
+
+test('watch refuses bad options with INVALID_INPUT and the option\'s path, in both APIs; an in-memory store has nothing to watch', async (t) => {
+  const dir = tmpDir(t)
+  const store = Store.open(path.join(dir, 'bad.db'))
+  const s = store.createSession({})
+  const p = await (await promise.Store.open(path.join(dir, 'bad.db'))).openSession(s.id)
+  for (const session of [s, p]) {
+    expectError(() => session.watch({ fromSeq: -1 }), 'INVALID_INPUT', 'watch: options.fromSeq')
+    expectError(() => session.watch({ fromSeq: 1.5 }), 'INVALID_INPUT', 'watch: options.fromSeq')
+    expectError(() => session.watch({ fromSeq: '2' }), 'INVALID_INPUT', 'watch: options.fromSeq')
+    expectError(() => session.watch({ from: 2 }), 'INVALID_INPUT', 'watch: options.from', 'unknown option')
+    expectError(() => session.watch({ signal: {} }), 'INVALID_INPUT', 'watch: options.signal', 'AbortSignal')
+    expectError(() => session.watch(5), 'INVALID_INPUT', 'watch: options')
+  }
+  const memory = Store.open(':memory:').createSession({})
+  expectError(() => memory.watch(), 'INVALID_INPUT', 'watch', 'in-memory')
+  expectError(() => new lib.Session({}).watch(), 'INVALID_INPUT', 'watch', 'in-memory')
+  store.close()
+})
