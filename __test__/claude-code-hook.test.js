@@ -126,6 +126,8 @@ test('an append to a session another live process writes is SESSION_LOCKED, its 
     const store = lib.Store.open(where)
     try {
       store[HOOK]('append', KEY, ENTRIES.slice(0, 2), { mtime: 1 })
+      // The mirror keeps the session claimed between appends: let go, so the child can take it.
+      store[HOOK]('release', KEY)
       const child = spawn(process.execPath, [CRASH_WRITER, where, KEY.sessionId, 'holder'], { stdio: ['ignore', 'pipe', 'pipe'] })
       let out = ''
       child.stdout.on('data', (d) => { out += d })
