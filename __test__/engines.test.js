@@ -11,25 +11,13 @@ const path = require('node:path')
 const { spawn } = require('node:child_process')
 const { setTimeout: sleep } = require('node:timers/promises')
 
-const { lib, tmpDir, readJsonl, expectError } = require('./helpers/util')
+const { lib, tmpDir, readJsonl, expectError, pgUrl } = require('./helpers/util')
 const promise = require('../promise.js')
 
 const { Store } = lib
 const FIXTURES = ['short.jsonl', 'tool_heavy.jsonl', 'compacted-session.jsonl']
 const CRASH_WRITER = path.join(__dirname, 'helpers', 'crash-writer.js')
 
-let schemas = 0
-// A URL of the test server with a schema of its own, or null (said) when there is no server.
-function pgUrl(t, name) {
-  const base = process.env.THREADLINE_TEST_POSTGRES
-  if (!base) {
-    assert.ok(!process.env.THREADLINE_REQUIRE_POSTGRES, 'THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not')
-    t.diagnostic('THREADLINE_TEST_POSTGRES is not set: run through `npm test` for PostgreSQL')
-    return null
-  }
-  const schema = `js_${name}_${process.pid}_${Date.now() % 1e8}_${schemas++}`
-  return `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`
-}
 
 function stable(info) {
   const { id, createdAt, updatedAt, ...rest } = info

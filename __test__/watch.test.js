@@ -12,26 +12,13 @@ const path = require('node:path')
 const readline = require('node:readline')
 const { spawn } = require('node:child_process')
 
-const { lib, tmpDir, expectError } = require('./helpers/util')
+const { lib, tmpDir, expectError, pgUrl } = require('./helpers/util')
 const promise = require('../promise.js')
 const { restartServer } = require('./helpers/torture/faults.js')
 
 const { Store } = lib
 const WRITER = path.join(__dirname, 'helpers', 'watch-writer.js')
 const READER = path.join(__dirname, 'helpers', 'watch-reader.js')
-
-let schemas = 0
-// A URL of the test server with a schema of its own, or null (said) when there is no server.
-function pgUrl(t, name) {
-  const base = process.env.THREADLINE_TEST_POSTGRES
-  if (!base) {
-    assert.ok(!process.env.THREADLINE_REQUIRE_POSTGRES, 'THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not')
-    t.diagnostic('THREADLINE_TEST_POSTGRES is not set: run through `npm test` for PostgreSQL')
-    return null
-  }
-  const schema = `js_watch_${name}_${process.pid}_${Date.now() % 1e8}_${schemas++}`
-  return `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`
-}
 
 // Both engines: a file in a temporary directory, and a schema on the test server when there is one.
 function engines(t, name) {

@@ -170,6 +170,20 @@ function isPrompt(message, envelope = {}) {
   return message.role === 'user' && content.some(isHumanBlock)
 }
 
+// A URL of the test server (THREADLINE_TEST_POSTGRES, which `npm test` sets) with a schema of
+// its own, or null, said in a diagnostic, when there is no server.
+let schemas = 0
+function pgUrl(t, name) {
+  const base = process.env.THREADLINE_TEST_POSTGRES
+  if (!base) {
+    assert.ok(!process.env.THREADLINE_REQUIRE_POSTGRES, 'THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not')
+    t.diagnostic('THREADLINE_TEST_POSTGRES is not set: run through `npm test` for PostgreSQL')
+    return null
+  }
+  const schema = `js_${name}_${process.pid}_${Date.now() % 1e8}_${schemas++}`
+  return `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`
+}
+
 // better-sqlite3, read-only, on a closed store file.
 function openReadonlyDb(file) {
   const Database = require('better-sqlite3')
@@ -178,6 +192,7 @@ function openReadonlyDb(file) {
 
 module.exports = {
   isPrompt,
+  pgUrl,
   ROOT,
   FIXTURES,
   lib,
