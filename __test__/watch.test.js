@@ -221,7 +221,7 @@ test('an aborted signal ends the watch with an AbortError, as Node\'s own async 
   }
 })
 
-test('a process whose watch stopped exits on its own', async (t) => {
+test('a process whose watches stopped (session.watch and store.watch) exits on its own', async (t) => {
   for (const [engine, location] of engines(t, 'exit')) {
     const store = Store.open(location)
     const created = store.createSession({})
@@ -245,6 +245,15 @@ test('a process whose watch stopped exits on its own', async (t) => {
           const waiting = other.next()
           await other.return()
           await waiting
+          const all = store.watch()
+          const pending = all.next()
+          await all.return()
+          await pending
+          const ended = new AbortController()
+          const project = store.watch({ project: 'x', signal: ended.signal })
+          const aborted = project.next()
+          setImmediate(() => ended.abort())
+          await aborted.catch((e) => { if (e.name !== 'AbortError') throw e })
           process.stdout.write('stopped')
         })()`
       const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
