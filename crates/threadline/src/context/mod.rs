@@ -639,9 +639,54 @@ pub(crate) fn estimate_chars(message: &Value) -> u64 {
     }
 }
 
-/// Characters of a value as JSON.
+/// Characters of a value as compact JSON (what `serde_json::to_string` gives), counted without
+/// writing it: estimates count every message two or three times, and serialising was most of it.
 pub(crate) fn json_chars(v: &Value) -> u64 {
-    serde_json::to_string(v).map_or(0, |s| s.chars().count() as u64)
+    match v {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => {
+            let mut count = CharCount(0);
+            // Writing to the counter cannot fail.
+            let _ = std::fmt::Write::write_fmt(&mut count, format_args!("{n}"));
+            count.0
+        }
+        Value::String(s) => string_chars(s),
+        Value::Array(items) => {
+            2 + items.iter().map(json_chars).sum::<u64>() + items.len().saturating_sub(1) as u64
+        }
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| string_chars(k) + 1 + json_chars(v))
+                .sum::<u64>()
+                + map.len().saturating_sub(1) as u64
+        }
+    }
+}
+
+/// Characters of `s` as a JSON string: its quotes, its characters, and what serde_json's
+/// escapes add (`\"`, `\\` and `\n`-style escapes one each, `\u00XX` five).
+fn string_chars(s: &str) -> u64 {
+    let extra: u64 = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    2 + s.chars().count() as u64 + extra
+}
+
+/// A `fmt::Write` that counts the characters written.
+struct CharCount(u64);
+
+impl std::fmt::Write for CharCount {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.chars().count() as u64;
+        Ok(())
+    }
 }
 
 /// Indices of the view where a turn starts (a prompt; the first message always).
@@ -1101,4 +1146,33 @@ fn dropped_ranges(msgs: &[Msg]) -> Vec<Dropped> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_chars;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn json_chars_counts_what_serde_json_writes() {
+        let texts = [
+            r#"{"a":"plain","b":[1,2.5,-3,1E+2,123456789012345678901234567890],"c":null,"d":true,"e":false}"#,
+            r#""quote \" backslash \\ newline \n tab \t cr \r bs \b ff \f nul \u0000 esc \u001b del \u007f""#,
+            r#"{"ünïcödé":"日本語のテキスト 🎉 emoji","nested":{"deep":[[],{},[{"x":""}]]}}"#,
+            r#"[]"#,
+            r#"{}"#,
+            r#""""#,
+            r#"0"#,
+        ];
+        for text in texts {
+            let v: Value = serde_json::from_str(text).unwrap();
+            let written = serde_json::to_string(&v).unwrap();
+            assert_eq!(json_chars(&v), written.chars().count() as u64, "{text}");
+        }
+        let v = json!({ "content": [{ "type": "text", "text": "a\u{1}b\u{1f}c\"\\" }] });
+        assert_eq!(
+            json_chars(&v),
+            serde_json::to_string(&v).unwrap().chars().count() as u64
+        );
+    }
 }
