@@ -64,6 +64,7 @@ function program() {
   p.command('show <id>')
     .description('print a session (an id or an unambiguous start of one); tool calls and thinking folded')
     .option('--full', 'everything unfolded, events too')
+    .option('-f, --follow', 'then print each record as any process commits it, until Ctrl-C (--json: one record per line)')
     .action(run((o, id) => show(id, o)))
   p.command('search <query>')
     .description('search every session: words, "phrases", prefix*, a OR b, -excluded')
