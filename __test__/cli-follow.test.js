@@ -10,6 +10,7 @@ const os = require('node:os')
 const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
 const { Store } = require('..')
+const { pgUrl } = require('./helpers/util')
 
 const ROOT = path.join(__dirname, '..')
 const BIN = path.join(ROOT, 'bin', 'threadline.js')
@@ -86,52 +87,60 @@ function seed(file, id, project = '/p/app') {
 
 const count = (s, needle) => s.split(needle).length - 1
 
-test('show --follow: the transcript, then what another process appends, formatted as show formats it; Ctrl-C ends it with 130', async () => {
-  const file = path.join(dir, 'show.db')
-  seed(file, 'live')
-  const sh = shell('show')
-  try {
-    sh.run(threadline('--store', file, 'show', 'live', '--follow'))
-    await sh.until((s) => s.includes('first answer here'), 'the initial transcript')
-    other(APPEND, file, 'live', { role: 'user', content: [{ type: 'text', text: 'second prompt arrives' }] })
-    other(APPEND, file, 'live', {
-      role: 'assistant',
-      content: [
-        { type: 'text', text: 'looking it up' },
-        { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'a.txt' } },
-      ],
-    })
-    other(APPEND, file, 'live', { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'line one\nline two' }] })
-    const s = await sh.until((x) => x.includes('◂ result'), 'the appended records')
-    assert.match(s, /^User \d{4}-\d\d-\d\d \d\d:\d\d\nsecond prompt arrives$/m)
-    assert.match(s, /^Assistant \d{4}-\d\d-\d\d \d\d:\d\d\nlooking it up\n▸ Read \{"path":"a\.txt"\}$/m)
-    assert.match(s, /^◂ result \(2 lines\) line one line two$/m)
-    // nothing printed twice across the initial read and the watch
-    for (const t of ['first prompt here', 'first answer here', 'second prompt arrives', 'looking it up']) assert.equal(count(s, t), 1, t)
-    sh.keys('C-c')
-    sh.run('echo done:$?')
-    const end = await sh.until((x) => /^done:\d+$/m.test(x), 'the shell prompt after Ctrl-C')
-    assert.match(end, /^done:130$/m)
-    assert.ok(!/Error|^\s+at /m.test(end), `no error or stack trace:\n${end}`)
-  } finally {
-    sh.close()
+/** A store file, and a schema on the test server when there is one (THREADLINE_TEST_POSTGRES). */
+function engines(t, name) {
+  const url = pgUrl(t, name)
+  return [['sqlite', path.join(dir, `${name}.db`)], ...(url ? [['postgres', url]] : [])]
+}
+
+test('show --follow: the transcript, then what another process appends, formatted as show formats it; Ctrl-C ends it with 130', async (t) => {
+  for (const [engine, file] of engines(t, 'show')) {
+    seed(file, 'live')
+    const sh = shell(`show-${engine}`)
+    try {
+      sh.run(threadline('--store', file, 'show', 'live', '--follow'))
+      await sh.until((s) => s.includes('first answer here'), 'the initial transcript')
+      other(APPEND, file, 'live', { role: 'user', content: [{ type: 'text', text: 'second prompt arrives' }] })
+      other(APPEND, file, 'live', {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'looking it up' },
+          { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'a.txt' } },
+        ],
+      })
+      other(APPEND, file, 'live', { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'line one\nline two' }] })
+      const s = await sh.until((x) => x.includes('◂ result'), 'the appended records')
+      assert.match(s, /^User \d{4}-\d\d-\d\d \d\d:\d\d\nsecond prompt arrives$/m)
+      assert.match(s, /^Assistant \d{4}-\d\d-\d\d \d\d:\d\d\nlooking it up\n▸ Read \{"path":"a\.txt"\}$/m)
+      assert.match(s, /^◂ result \(2 lines\) line one line two$/m)
+      // nothing printed twice across the initial read and the watch
+      for (const t of ['first prompt here', 'first answer here', 'second prompt arrives', 'looking it up']) assert.equal(count(s, t), 1, t)
+      sh.keys('C-c')
+      sh.run('echo done:$?')
+      const end = await sh.until((x) => /^done:\d+$/m.test(x), 'the shell prompt after Ctrl-C')
+      assert.match(end, /^done:130$/m)
+      assert.ok(!/Error|^\s+at /m.test(end), `no error or stack trace:\n${end}`)
+    } finally {
+      sh.close()
+    }
   }
 })
 
-test('show --follow: a session deleted meanwhile ends it with NOT_FOUND and exit 1', async () => {
-  const file = path.join(dir, 'deleted.db')
-  seed(file, 'doomed')
-  const sh = shell('deleted')
-  try {
-    sh.run(`${threadline('--store', file, 'show', 'doomed', '-f')}; echo "[exit $?]"`)
-    await sh.until((s) => s.includes('first answer here'), 'the initial transcript')
-    other('const store = Store.open(args[0]); store.deleteSession(args[1]); store.close()', file, 'doomed')
-    const s = await sh.until((x) => /^\[exit \d+\]$/m.test(x), 'the command to end')
-    assert.match(s, /^threadline: NOT_FOUND: session 'doomed' was deleted while it was followed$/m)
-    assert.match(s, /^\[exit 1\]$/m)
-    assert.ok(!/^\s+at /m.test(s), `no stack trace:\n${s}`)
-  } finally {
-    sh.close()
+test('show --follow: a session deleted meanwhile ends it with NOT_FOUND and exit 1', async (t) => {
+  for (const [engine, file] of engines(t, 'deleted')) {
+    seed(file, 'doomed')
+    const sh = shell(`deleted-${engine}`)
+    try {
+      sh.run(`${threadline('--store', file, 'show', 'doomed', '-f')}; echo "[exit $?]"`)
+      await sh.until((s) => s.includes('first answer here'), 'the initial transcript')
+      other('const store = Store.open(args[0]); store.deleteSession(args[1]); store.close()', file, 'doomed')
+      const s = await sh.until((x) => /^\[exit \d+\]$/m.test(x), 'the command to end')
+      assert.match(s, /^threadline: NOT_FOUND: session 'doomed' was deleted while it was followed$/m)
+      assert.match(s, /^\[exit 1\]$/m)
+      assert.ok(!/^\s+at /m.test(s), `no stack trace:\n${s}`)
+    } finally {
+      sh.close()
+    }
   }
 })
 
