@@ -173,3 +173,93 @@ test('show --follow --json: one record per line (NDJSON), the existing ones then
   assert.equal(err, '')
 })
 
+test('ls --follow: the table, then a session created by another process, its new messages counted, its status change and its delete; --project narrows them', async () => {
+  const file = path.join(dir, 'ls.db')
+  seed(file, 'old-one', '/p/app')
+  seed(file, 'elsewhere', '/p/other')
+  const sh = shell('ls')
+  try {
+    sh.run(threadline('--store', file, 'ls', '--follow', '--project', 'app'))
+    const table = await sh.until((s) => s.includes('following changes (Ctrl-C stops)'), 'the table')
+    assert.match(table, /^old-one\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+\/p\/app\s+Session old-one\s+2\s+active$/m)
+    assert.ok(!table.includes('elsewhere'), 'the filter keeps the table to the project')
+    // a change in another project first: had the filter let it through, it would show before the rest
+    other('const store = Store.open(args[0]); const s = store.createSession({ id: "other-new", project: "/p/other" }); s.append("x"); s.close(); store.close()', file)
+    other(
+      `const store = Store.open(args[0])
+      const s = store.createSession({ id: 'fresh', project: '/p/app', title: 'Fresh one' })
+      s.appendMany([
+        { role: 'user', content: [{ type: 'text', text: 'a' }] },
+        { role: 'assistant', content: [{ type: 'text', text: 'b' }] },
+        { role: 'user', content: [{ type: 'text', text: 'c' }] },
+      ])
+      s.close()
+      store.close()`,
+      file,
+    )
+    await sh.until((s) => /^\d\d:\d\d:\d\d {2}fresh {2}\+3 messages$/m.test(s), 'the messages counted')
+    other('const store = Store.open(args[0]); const s = store.openSession("fresh"); s.setStatus("completed"); s.close(); store.close()', file)
+    await sh.until((s) => /^\d\d:\d\d:\d\d {2}fresh {2}status completed$/m.test(s), 'the status change')
+    other('const store = Store.open(args[0]); store.deleteSession("fresh"); store.close()', file)
+    const s = await sh.until((x) => /^\d\d:\d\d:\d\d {2}fresh {2}deleted$/m.test(x), 'the delete')
+    const after = s.slice(s.indexOf('following changes'))
+    assert.match(after, /^\d\d:\d\d:\d\d {2}fresh {2}created {2}\/p\/app {2}Fresh one$/m)
+    const order = ['created', '+3 messages', 'status completed', 'deleted'].map((t) => after.indexOf(`fresh  ${t}`))
+    assert.deepEqual([...order].sort((a, b) => a - b), order, `in the order they happened:\n${after}`)
+    assert.ok(!after.includes('other-new'), `another project's session is not shown:\n${after}`)
+    sh.keys('C-c')
+    sh.run('echo done:$?')
+    const end = await sh.until((x) => /^done:\d+$/m.test(x), 'the shell prompt after Ctrl-C')
+    assert.match(end, /^done:130$/m)
+    assert.ok(!/Error|^\s+at /m.test(end), `no error or stack trace:\n${end}`)
+  } finally {
+    sh.close()
+  }
+})
+
+test('ls --follow with --status or --until is a usage error (exit 2); nothing is followed', () => {
+  const file = path.join(dir, 'usage.db')
+  seed(file, 'u')
+  for (const extra of [['--status', 'active'], ['--until', '2026-01-01']]) {
+    const r = spawnSync(process.execPath, [BIN, '--store', file, 'ls', '--follow', ...extra], { encoding: 'utf8', timeout: 20_000 })
+    assert.equal(r.status, 2, r.stderr)
+    assert.equal(r.stdout, '')
+    assert.equal(r.stderr, `threadline: USAGE: ${extra[0]} cannot be used with --follow (it shows every change; --project narrows it)\n`)
+  }
+})
+
+test('the example TUI: the scripted agent\'s session appears in the list and its transcript fills in live; a later session does not take the selection; k and the arrows select; q quits', async () => {
+  const file = path.join(dir, 'tui.db')
+  Store.open(file).close()
+  const sh = shell('tui')
+  try {
+    sh.run(`${[process.execPath, path.join(ROOT, 'examples', 'live-tui', 'tui.mjs'), file].map(quote).join(' ')}; echo "[exit $?]"`)
+    await sh.until((s) => s.includes('Sessions (0)'), 'the TUI')
+    const agent = spawn(process.execPath, [path.join(ROOT, 'examples', 'live-tui', 'agent.js'), file, '--pause', '150'], { stdio: 'ignore' })
+    const agentDone = new Promise((resolve) => agent.on('exit', resolve))
+    let s = await sh.until((x) => x.includes('Lisbon is sunny and 21°C'), "the agent's final answer")
+    assert.equal(await agentDone, 0)
+    s = await sh.until((x) => /Weather agent\s+8 msgs\s+completed/.test(x), 'the session completed in the list')
+    assert.match(s, /Sessions \(1\)/)
+    assert.match(s, /User: What is the weather in Paris right now\?/)
+    assert.match(s, /Assistant: ▸ get_weather \{"city":"Paris"\}/)
+    assert.match(s, /User: ◂ result 14°C, light rain/)
+    assert.match(s, /Assistant: It is 14°C in Paris with light rain; take an umbrella\./)
+    // another session, created later, is listed first; the selection stays; k/j and the arrows move it
+    other('const store = Store.open(args[0]); const s = store.createSession({ title: "Second one" }); s.append("hello from the second\\x1b[2J"); s.close(); store.close()', file)
+    s = await sh.until((x) => /Sessions \(2\)/.test(x) && x.includes('Second one'), 'the second session in the list')
+    assert.ok(s.indexOf('Second one') < s.indexOf('Weather agent'), 'the most recent first')
+    assert.match(s, /Lisbon is sunny/, 'the selection stayed on its session')
+    sh.type('k')
+    s = await sh.until((x) => x.includes('User: hello from the second'), "the second session's transcript")
+    assert.ok(s.includes('hello from the second\\u001b[2J'), 'a control character from the data is shown as text')
+    assert.ok(!s.includes('Lisbon is sunny'))
+    sh.keys('Down')
+    await sh.until((x) => x.includes('Lisbon is sunny'), 'the first session again')
+    sh.type('q')
+    const end = await sh.until((x) => /^\[exit \d+\]$/m.test(x), 'the TUI to quit')
+    assert.match(end, /^\[exit 0\]$/m)
+  } finally {
+    sh.close()
+  }
+})

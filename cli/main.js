@@ -60,6 +60,7 @@ function program() {
     .option('--until <date>', 'updated at or before', until)
     .option('--limit <n>', 'at most this many (top-level sessions, each with its subagents)', count, 50)
     .option('--flat', 'one row per session, subagents too, not indented under their parent')
+    .option('-f, --follow', 'then print a line per change (created, messages added, status, deleted) until Ctrl-C (--json: one change per line)')
     .action(run((o) => ls(o)))
   p.command('show <id>')
     .description('print a session (an id or an unambiguous start of one); tool calls and thinking folded')

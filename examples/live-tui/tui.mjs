@@ -23,20 +23,53 @@ const isAbort = (e) => e instanceof Error && e.name === 'AbortError'
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
 const safe = (s) => String(s ?? '').replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 
+/**
+ * A session the watch names before the list has it (made while the list was read): its info,
+ * its messages counted up to the record `before` (the watch gives the rest); null when gone.
+ */
+function infoOf(id, before) {
+  try {
+    const s = store.openSession(id)
+    const info = s.info
+    const messages = s.envelopes({ limit: before }).filter((e) => e.message).length
+    s.close()
+    return { ...info, messageCount: messages }
+  } catch {
+    return null
+  }
+}
+
 /** The sessions, most recently updated first, kept up to date by store.watch. */
 function useSessions() {
-  const [sessions, setSessions] = useState(() => store.listSessions({ limit: 200 }))
+  const [sessions, setSessions] = useState([])
   useEffect(() => {
     const stop = new AbortController()
+    const watch = store.watch({ signal: stop.signal })
     ;(async () => {
-      for await (const change of store.watch({ signal: stop.signal })) {
+      // The watch starts at its first look: the listing is read once it is under way, and a
+      // session made in between is read whole when its next change names it.
+      const first = watch.next()
+      await new Promise((resolve) => setImmediate(resolve))
+      const known = new Set()
+      const listed = store.listSessions({ limit: 200 })
+      for (const s of listed) known.add(s.id)
+      setSessions(listed)
+      for (let r = await first; !r.done; r = await watch.next()) {
+        const change = r.value
+        if (change.type === 'record' && !known.has(change.sessionId)) {
+          const info = infoOf(change.sessionId, change.record.seq)
+          if (info) setSessions((list) => [info, ...list.filter((s) => s.id !== info.id)])
+        }
+        if (change.type === 'deleted') known.delete(change.sessionId)
+        else known.add(change.sessionId)
         setSessions((list) => {
           const rest = list.filter((s) => s.id !== change.sessionId)
           const old = list.find((s) => s.id === change.sessionId)
           switch (change.type) {
-            case 'created':
-            case 'status':
-              return [{ ...old, ...change.session }, ...rest]
+            case 'created': // its records follow: they are counted as they come
+              return [{ ...change.session, messageCount: 0 }, ...rest]
+            case 'status': // what the list shows of it but the count
+              return [{ ...old, ...change.session, messageCount: old?.messageCount ?? change.session.messageCount }, ...rest]
             case 'record': {
               if (!old) return list
               const counts = change.record.message ? 1 : 0
