@@ -1156,6 +1156,34 @@ export interface WatchOptions {
   signal?: WatchSignal
 }
 
+/** `store.watch` options (docs/live.md). */
+export interface StoreWatchOptions {
+  /** Only the sessions of this project (the exact string sessions were made with). */
+  project?: string
+  /** Only this session (it may not exist yet: its creation is then the first change). */
+  sessionId?: string
+  /**
+   * A change's `cursor`: the watch resumes right after that change, nothing missed, nothing
+   * twice. Pass the same `project` and `sessionId` as the watch it came from. Default: the
+   * changes committed after the watch's first look (at the first `next()`).
+   */
+  since?: string
+  /** As in `WatchOptions`: ends the watch, the pending `next()` rejects with an `AbortError`. */
+  signal?: WatchSignal
+}
+
+/**
+ * A change `store.watch` yields. A session's changes come in the order they were committed:
+ * `created` before its records, its records in `seq` order, `status` after the records
+ * committed before the status changed. `cursor` (an opaque string, made when first read) is
+ * what `since` takes.
+ */
+export type StoreChange =
+  | { type: 'created'; sessionId: string; session: SessionInfo; readonly cursor: string }
+  | { type: 'record'; sessionId: string; record: Envelope; readonly cursor: string }
+  | { type: 'status'; sessionId: string; session: SessionInfo; readonly cursor: string }
+  | { type: 'deleted'; sessionId: string; readonly cursor: string }
+
 /** The part of `AbortSignal` watch uses (so these types need no DOM or Node types). */
 export interface WatchSignal {
   readonly aborted: boolean
@@ -1226,6 +1254,19 @@ export declare class Store {
    * @throws `INVALID_INPUT` for a bad filter, `CLOSED` after `close()`.
    */
   listSessions(filter?: ListSessionsFilter): SessionInfo[]
+
+  /**
+   * Follows every session of the store live (docs/live.md), or a project's (`project`), or one
+   * session (`sessionId`): each session created, each record, each status change and each
+   * deletion, as any process commits it, once. Without `since`, the changes committed after the
+   * watch's first look; with a change's `cursor`, every change after that one. Reads run off the
+   * main thread, in both APIs; `break`, `return()` or the signal ends it as `session.watch` ends.
+   *
+   * @throws `INVALID_INPUT` at the call for a bad option (the path says which: a `since` that is
+   *   not a cursor, or one of a watch of another project or session), or an in-memory store;
+   *   `CLOSED`.
+   */
+  watch(options?: StoreWatchOptions): AsyncIterableIterator<StoreChange>
 
   /**
    * Deletes a session and all its records, and the blobs no other session uses. What it removes

@@ -197,6 +197,14 @@ export declare class NativeStore {
   close(): void
   /** A listener of every session's commits, made on the thread pool; null on SQLite. */
   listenAsync(): Promise<NativeListener | null>
+  /**
+   * `store.watch`'s look at the store, on the thread pool: the sessions of the scope (project,
+   * session id) written after `after` (all when null), among `nums` when given, as
+   * `{"marks":[{"num","id","status","records","writeSeq"}],"lastWrite","deletions"}`.
+   */
+  watchScanAsync(project?: string | undefined | null, sessionId?: string | undefined | null, after?: number | undefined | null, nums?: Array<number> | undefined | null): Promise<string>
+  /** The SessionInfo of sessions `nums` (a deleted one left out), as `[[num, info], ...]`. */
+  sessionInfosAsync(nums: Array<number>): Promise<string>
 }
 
 /**

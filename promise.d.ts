@@ -28,6 +28,8 @@ import type {
   EnvelopeOptions,
   EnvelopeRange,
   WatchOptions,
+  StoreWatchOptions,
+  StoreChange,
   EventEnvelope,
   ListSessionsFilter,
   Message,
@@ -87,6 +89,8 @@ export declare class Store {
   openSessionAsync(id: string, options?: OpenSessionOptions): Promise<Session>
 
   listSessions(filter?: ListSessionsFilter): Promise<SessionInfo[]>
+  /** As in `threadline`: every change to the store's sessions, live (docs/live.md). */
+  watch(options?: StoreWatchOptions): AsyncIterableIterator<StoreChange>
 
   deleteSession(id: string): Promise<void>
 

@@ -131,7 +131,7 @@ test('packing and installing the published layout', { skip: !supported && `needs
       'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
       'lib/args.js', 'lib/binding.js', 'lib/claude-code.js', 'lib/convert.js', 'lib/envelope.js', 'lib/errors.js', 'lib/esm-require.mjs',
       'lib/json.js', 'lib/load-native.js', 'lib/pages.js', 'lib/promise.js', 'lib/run.js',
-      'lib/steps/session.js', 'lib/steps/store.js', 'lib/steps/writer.js', 'lib/symbols.js', 'lib/sync.js', 'lib/telemetry.js', 'lib/watch.js',
+      'lib/steps/session.js', 'lib/steps/store.js', 'lib/steps/writer.js', 'lib/store-watch.js', 'lib/symbols.js', 'lib/sync.js', 'lib/telemetry.js', 'lib/watch.js',
       'native.d.ts', 'native.js', 'package.json', 'promise.d.mts', 'promise.d.ts', 'promise.js', 'promise.mjs',
     ].sort())
   })

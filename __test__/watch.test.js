@@ -1,10 +1,11 @@
 'use strict'
-// session.watch (docs/live.md): each committed record once, in seq order, as any process commits
-// it, on both engines and through both APIs. Real processes: two writers append 10,000 records
-// into four sessions while three watchers collect; one writer is SIGKILLed mid-run (what it
-// acknowledged arrives, nothing else), one watcher is SIGKILLed and restarted with fromSeq (it
-// misses nothing and repeats nothing), and on PostgreSQL the server restarts mid-run. A stopped
-// watch leaves nothing behind: every watcher process exits on its own.
+// session.watch and store.watch (docs/live.md): each committed record once, in seq order, as any
+// process commits it, on both engines and through both APIs. Real processes: two writers append
+// 10,000 records into four sessions while three session watchers and a store watcher collect;
+// one writer is SIGKILLed mid-run (what it acknowledged arrives, nothing else), one session
+// watcher is SIGKILLed and restarted with fromSeq and the store watcher with the cursor of the
+// last change it printed (neither misses nor repeats anything), and on PostgreSQL the server
+// restarts mid-run. A stopped watch leaves nothing behind: every watcher exits on its own.
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
@@ -19,6 +20,7 @@ const { restartServer } = require('./helpers/torture/faults.js')
 const { Store } = lib
 const WRITER = path.join(__dirname, 'helpers', 'watch-writer.js')
 const READER = path.join(__dirname, 'helpers', 'watch-reader.js')
+const STORE_READER = path.join(__dirname, 'helpers', 'store-watch-reader.js')
 
 // Both engines: a file in a temporary directory, and a schema on the test server when there is one.
 function engines(t, name) {
@@ -51,7 +53,7 @@ function until(check) {
 }
 
 for (const [engine, api] of [['sqlite', 'sync'], ['postgres', 'promise']]) {
-  test(`${engine}: two writers append 5,000 records each into four sessions (one SIGKILLed mid-run), three watchers each get every record once, in order; a killed writer's acknowledged records arrive; a killed watcher resumes with fromSeq${engine === 'postgres' ? '; the server restarts mid-run' : ''}`, { timeout: 600_000 }, async (t) => {
+  test(`${engine}: two writers append 5,000 records each into four sessions (one SIGKILLed mid-run), three session watchers and a store watcher each get every record once, in order; a killed writer's acknowledged records arrive; a killed watcher resumes with fromSeq or since${engine === 'postgres' ? '; the server restarts mid-run' : ''}`, { timeout: 600_000 }, async (t) => {
     const location = engine === 'sqlite' ? path.join(tmpDir(t), 'live.db') : pgUrl(t, 'live')
     if (!location) return
     const setup = Store.open(location)
@@ -59,21 +61,37 @@ for (const [engine, api] of [['sqlite', 'sync'], ['postgres', 'promise']]) {
     setup.close()
     const from = Object.fromEntries(ids.map((id) => [id, 0]))
 
-    // What each watcher printed, per session: [seq, uuid] in the order it came.
-    const seen = [new Map(), new Map(), new Map()]
+    // What each watcher printed, per session: [seq, uuid] in the order it came. Watchers 0-2
+    // watch each session (session.watch), watcher 3 the project (store.watch).
+    const seen = [new Map(), new Map(), new Map(), new Map()]
     let onProgress = () => {}
+    let storeCursor = null
+    let storeCreated = () => {}
     const onRec = (i) => (line) => {
-      const [kind, id, seq, uuid] = line.split(' ')
+      const [kind, id, seq, uuid, cursor] = line.split(' ')
+      if (kind === 'created') storeCreated(id)
       if (kind !== 'rec') return
       if (!seen[i].has(id)) seen[i].set(id, [])
       seen[i].get(id).push([Number(seq), uuid])
+      if (i === 3) storeCursor = cursor
       onProgress()
     }
     const readers = [
       child(READER, [location, api, JSON.stringify(from)], onRec(0)),
       child(READER, [location, api === 'sync' ? 'promise' : 'sync', JSON.stringify(from)], onRec(1)),
       child(READER, [location, api, JSON.stringify(from)], onRec(2)),
+      child(STORE_READER, [location, api, 'live'], onRec(3)),
     ]
+    // The store watcher starts at the end its first look finds: a session made once it watches
+    // shows it is watching before any record is written.
+    let watching = false
+    storeCreated = () => { watching = true }
+    const marker = Store.open(location)
+    while (!watching) {
+      marker.createSession({ project: 'live' })
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    marker.close()
 
     const acked = new Map(ids.map((id) => [id, []]))
     let acks = 0
@@ -88,13 +106,15 @@ for (const [engine, api] of [['sqlite', 'sync'], ['postgres', 'promise']]) {
     const steady = child(WRITER, [location, `${ids[0]},${ids[1]}`, '5000'], onWriter)
     const doomed = child(WRITER, [location, `${ids[2]},${ids[3]}`, '5000'], onWriter)
 
-    // Mid-run: the third watcher is killed once it has 500 records, the second writer once 3,000
+    // Mid-run: the third watcher is killed once it has 500 records, the store watcher at 1,500
+    // (restarted with the cursor of the last record it printed), the second writer once 3,000
     // records are acknowledged, and (PostgreSQL) the server restarts at 4,000.
     const killWatcher = until(() => [...seen[2].values()].reduce((n, l) => n + l.length, 0) >= 500)
+    const killStoreWatcher = until(() => [...seen[3].values()].reduce((n, l) => n + l.length, 0) >= 1500)
     const killWriter = until(() => acks >= 3000)
     const restart = until(() => acks >= 4000)
     onAck = () => { killWriter.poke(); restart.poke() }
-    onProgress = () => killWatcher.poke()
+    onProgress = () => { killWatcher.poke(); killStoreWatcher.poke() }
     const steps = [
       killWatcher.done.then(async () => {
         readers[2].kill('SIGKILL')
@@ -104,6 +124,11 @@ for (const [engine, api] of [['sqlite', 'sync'], ['postgres', 'promise']]) {
           return [id, got.length ? got[got.length - 1][0] + 1 : 0]
         }))
         readers[2] = child(READER, [location, api, JSON.stringify(resume)], onRec(2))
+      }),
+      killStoreWatcher.done.then(async () => {
+        readers[3].kill('SIGKILL')
+        await readers[3].exited
+        readers[3] = child(STORE_READER, [location, api === 'sync' ? 'promise' : 'sync', 'live', storeCursor], onRec(3))
       }),
       killWriter.done.then(() => doomed.kill('SIGKILL')),
     ]

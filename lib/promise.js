@@ -13,6 +13,7 @@ const { Telemetry, addListener, DEFAULT_SLOW_MS } = require('./telemetry.js')
 const { call, queued } = require('./run.js')
 const { SessionSteps } = require('./steps/session.js')
 const { watchSession } = require('./watch.js')
+const { watchStore } = require('./store-watch.js')
 const { WriterSteps } = require('./steps/writer.js')
 const { StoreSteps } = require('./steps/store.js')
 
@@ -300,6 +301,13 @@ class PromiseStore {
   /** @param {any} listener */
   onEvent(listener) {
     return addListener(this, listener)
+  }
+
+  // Every change to the store's sessions (or a project's, or one session's), as any process
+  // commits it; lib/store-watch.js.
+  /** @param {any} options */
+  watch(options) {
+    return watchStore(this, options)
   }
 
   get path() {

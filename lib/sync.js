@@ -13,6 +13,7 @@ const { Telemetry, addListener, DEFAULT_SLOW_MS } = require('./telemetry.js')
 const { callNow, runSync, runFrom, runWaiting } = require('./run.js')
 const { SessionSteps } = require('./steps/session.js')
 const { watchSession } = require('./watch.js')
+const { watchStore } = require('./store-watch.js')
 const { WriterSteps } = require('./steps/writer.js')
 const { StoreSteps, wrapSession } = require('./steps/store.js')
 
@@ -333,6 +334,13 @@ class Store {
   /** @param {any} listener */
   onEvent(listener) {
     return addListener(this, listener)
+  }
+
+  // Every change to the store's sessions (or a project's, or one session's), as any process
+  // commits it; lib/store-watch.js.
+  /** @param {any} options */
+  watch(options) {
+    return watchStore(this, options)
   }
 
   get path() {

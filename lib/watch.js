@@ -14,6 +14,8 @@ const { object } = require('./args.js')
 const { parsePage } = require('./pages.js')
 
 const PAGE = 256
+
+/** @typedef {{ wait(stop: AbortSignal): Promise<{ num: number, records: number | null }[] | null>, close(): void }} Waker */
 const WATCH_KEYS = ['fromSeq', 'signal']
 
 /**
@@ -47,9 +49,9 @@ function watchOptions(options, what, keys) {
 }
 
 /**
- * What wakes a watch of the store at `path`: `armed()` once registered, `wait(stop)` resolves at
- * the next commit after the last `wait` returned (or at once when one came meanwhile), `close()`
- * releases everything.
+ * What wakes a watch of the store at `path`: `wait(stop)` resolves (null: anything may have
+ * changed) at the next commit after the last `wait` returned (or at once when one came
+ * meanwhile), `close()` releases everything.
  * @param {string} path
  */
 function fileWaker(path) {
@@ -91,6 +93,7 @@ function fileWaker(path) {
       }
       if (failed) throw failed
       dirty = false
+      return null
     },
     close() {
       watcher.close()
@@ -102,6 +105,8 @@ function fileWaker(path) {
  * The same on PostgreSQL: a listener (its own connection, `LISTEN`) made before the first read;
  * its waits run on the thread pool, and stopping the watch cancels the one under way. A lost
  * connection is made again by the listener, which then wakes the watch for a catch-up read.
+ * `wait` returns what the notifications named (`[{ num, records }]`, records null: deleted), or
+ * null when anything may have changed (the first wait, a new connection).
  * @param {any} n the native session (or store)
  */
 async function pgWaker(n) {
@@ -113,20 +118,25 @@ async function pgWaker(n) {
   }
   let dirty = true
   return {
-    /** @param {AbortSignal} stop */
+    /**
+     * @param {AbortSignal} stop
+     * @returns {Promise<{ num: number, records: number | null }[] | null>}
+     */
     async wait(stop) {
-      if (!dirty && !stop.aborted) {
-        const cancel = () => listener.cancel()
-        stop.addEventListener('abort', cancel, { once: true })
-        try {
-          await listener.waitAsync()
-        } catch (e) {
-          throw recode(e)
-        } finally {
-          stop.removeEventListener('abort', cancel)
-        }
+      if (dirty || stop.aborted) {
+        dirty = false
+        return null
       }
-      dirty = false
+      const cancel = () => listener.cancel()
+      stop.addEventListener('abort', cancel, { once: true })
+      try {
+        const woke = JSON.parse(await listener.waitAsync())
+        return woke.wake === 'changes' ? woke.changes : null
+      } catch (e) {
+        throw recode(e)
+      } finally {
+        stop.removeEventListener('abort', cancel)
+      }
     },
     close() {
       listener.cancel()
@@ -221,7 +231,7 @@ function watchSession(session, options) {
   const pg = isPostgres(path)
 
   async function* records() {
-    /** @type {{ wait(stop: AbortSignal): Promise<void>, close(): void } | null} */
+    /** @type {Waker | null} */
     let waker = null
     try {
       if (signal?.aborted) throw abortError(signal)
@@ -257,12 +267,23 @@ function watchSession(session, options) {
     }
   }
 
-  const it = records()
+  return stoppable(records(), signal, stop, onAbort)
+}
+
+/**
+ * The iterator a watch returns: `return()` ends it even while a `next()` waits for a commit.
+ * @template T
+ * @param {AsyncGenerator<T>} it
+ * @param {AbortSignal | undefined} signal
+ * @param {AbortController} stop
+ * @param {() => void} onAbort
+ * @returns {AsyncIterableIterator<T>}
+ */
+function stoppable(it, signal, stop, onAbort) {
   return {
     next() {
       return it.next()
     },
-    // Ends the watch even while a next() waits for a commit.
     return(value) {
       stop.abort()
       signal?.removeEventListener('abort', onAbort)
@@ -278,4 +299,4 @@ function watchSession(session, options) {
   }
 }
 
-module.exports = { watchSession, watchOptions, abortError }
+module.exports = { watchSession, watchOptions, abortError, fileWaker, pgWaker, isPostgres, transient, stoppable, PAGE }

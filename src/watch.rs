@@ -7,7 +7,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 use serde_json::json;
-use threadline::{Listener, Wake};
+use threadline::{Listener, Wake, WatchScope};
 
 use crate::error::{to_json, OrThrow};
 use crate::job::Job;
@@ -69,5 +69,54 @@ impl NativeStore {
     pub fn listen_async(&self) -> AsyncTask<Job<Option<NativeListener>>> {
         let s = self.inner.clone();
         Job::task(move || Ok(wrap(s.listener().or_throw()?)))
+    }
+}
+
+#[napi]
+impl NativeStore {
+    /// `store.watch`'s look at the store, on the thread pool: the sessions of the scope (project,
+    /// session id) written after `after` (all when null), among `nums` when given, as
+    /// `{"marks":[{"num","id","status","records","writeSeq"}],"lastWrite","deletions"}`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn watch_scan_async(
+        &self,
+        project: Option<String>,
+        session_id: Option<String>,
+        after: Option<i64>,
+        nums: Option<Vec<i64>>,
+    ) -> AsyncTask<Job<String>> {
+        let s = self.inner.clone();
+        Job::task(move || {
+            let scope = WatchScope {
+                project,
+                session_id,
+            };
+            let scan = s.watch_scan(&scope, after, nums.as_deref()).or_throw()?;
+            let marks: Vec<_> = scan
+                .marks
+                .iter()
+                .map(|m| {
+                    json!({
+                        "num": m.num,
+                        "id": m.id,
+                        "status": m.status.as_str(),
+                        "records": m.records,
+                        "writeSeq": m.write_seq,
+                    })
+                })
+                .collect();
+            to_json(&json!({
+                "marks": marks,
+                "lastWrite": scan.last_write,
+                "deletions": scan.deletions,
+            }))
+        })
+    }
+
+    /// The SessionInfo of sessions `nums` (a deleted one left out), as `[[num, info], ...]`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn session_infos_async(&self, nums: Vec<i64>) -> AsyncTask<Job<String>> {
+        let s = self.inner.clone();
+        Job::task(move || to_json(&s.session_infos(&nums).or_throw()?))
     }
 }

@@ -99,6 +99,7 @@ pub use storage::notice::Notice;
 pub use storage::postgres::listen::{Change, Listener, Wake};
 pub use store::maintenance::{BackupReport, StoreStats, VacuumReport};
 pub use store::verify::{Damage, VerifyOptions, VerifyReport, MAX_DAMAGED};
+pub use store::watch::{SessionMark, WatchScan, WatchScope};
 pub use store::{default_store_path, Store};
 
 /// Hooks for tests; not part of the API.

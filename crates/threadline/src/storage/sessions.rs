@@ -426,3 +426,59 @@ pub(crate) fn set_project_provider(
     )?;
     Ok(())
 }
+
+/// What a live watch of the store needs of a session to tell what changed: its number, id,
+/// status, how many records it holds and when it was last written (`write_order`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MarkRow {
+    pub num: i64,
+    pub id: String,
+    pub status: String,
+    pub records: i64,
+    pub write_seq: i64,
+}
+
+/// The sessions of `project` (all when None) and `id` (all when None), written after
+/// `after` (`write_seq`; -1: all), and among `nums` when given (a JSON array of numbers).
+pub(crate) fn marks(
+    conn: &Db,
+    project: Option<&str>,
+    id: Option<&str>,
+    after: i64,
+    nums: Option<&str>,
+) -> Result<Vec<MarkRow>> {
+    conn.rows(
+        conn.pick(
+            "SELECT num, id, status, records, write_seq FROM sessions
+             WHERE (CAST(?1 AS TEXT) IS NULL OR project = ?1) AND (CAST(?2 AS TEXT) IS NULL OR id = ?2)
+               AND write_seq > ?3 AND (CAST(?4 AS TEXT) IS NULL OR num IN (SELECT value FROM json_each(?4)))
+             ORDER BY write_seq",
+            "SELECT num, id, status, records, write_seq FROM sessions
+             WHERE (CAST(?1 AS TEXT) IS NULL OR project = ?1) AND (CAST(?2 AS TEXT) IS NULL OR id = ?2)
+               AND write_seq > ?3
+               AND (CAST(?4 AS TEXT) IS NULL OR num IN (SELECT value::bigint FROM jsonb_array_elements_text(CAST(?4 AS TEXT)::jsonb)))
+             ORDER BY write_seq",
+        ),
+        &args![project, id, after, nums],
+        |r| {
+            Ok(MarkRow {
+                num: r.get(0)?,
+                id: r.get(1)?,
+                status: r.get(2)?,
+                records: r.get(3)?,
+                write_seq: r.get(4)?,
+            })
+        },
+    )
+}
+
+/// The store's latest write (`write_order`) and how many sessions were ever deleted: a watch
+/// that saw both unchanged knows no session was written or deleted since.
+pub(crate) fn watermarks(conn: &Db) -> Result<(i64, i64)> {
+    conn.query_row(
+        "SELECT (SELECT coalesce(max(write_seq), 0) FROM sessions), (SELECT count(*) FROM deleted_sessions)",
+        &[],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .map(|o| o.unwrap_or((0, 0)))
+}

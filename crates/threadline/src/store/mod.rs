@@ -5,6 +5,7 @@ pub(crate) mod maintenance;
 pub(crate) mod snapshot;
 pub(crate) mod upsert;
 pub(crate) mod verify;
+pub(crate) mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
