@@ -173,48 +173,82 @@ test('show --follow --json: one record per line (NDJSON), the existing ones then
   assert.equal(err, '')
 })
 
-test('ls --follow: the table, then a session created by another process, its new messages counted, its status change and its delete; --project narrows them', async () => {
-  const file = path.join(dir, 'ls.db')
-  seed(file, 'old-one', '/p/app')
-  seed(file, 'elsewhere', '/p/other')
-  const sh = shell('ls')
-  try {
-    sh.run(threadline('--store', file, 'ls', '--follow', '--project', 'app'))
-    const table = await sh.until((s) => s.includes('following changes (Ctrl-C stops)'), 'the table')
-    assert.match(table, /^old-one\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+\/p\/app\s+Session old-one\s+2\s+active$/m)
-    assert.ok(!table.includes('elsewhere'), 'the filter keeps the table to the project')
-    // a change in another project first: had the filter let it through, it would show before the rest
-    other('const store = Store.open(args[0]); const s = store.createSession({ id: "other-new", project: "/p/other" }); s.append("x"); s.close(); store.close()', file)
-    other(
-      `const store = Store.open(args[0])
-      const s = store.createSession({ id: 'fresh', project: '/p/app', title: 'Fresh one' })
-      s.appendMany([
-        { role: 'user', content: [{ type: 'text', text: 'a' }] },
-        { role: 'assistant', content: [{ type: 'text', text: 'b' }] },
-        { role: 'user', content: [{ type: 'text', text: 'c' }] },
-      ])
-      s.close()
-      store.close()`,
-      file,
-    )
-    await sh.until((s) => /^\d\d:\d\d:\d\d {2}fresh {2}\+3 messages$/m.test(s), 'the messages counted')
-    other('const store = Store.open(args[0]); const s = store.openSession("fresh"); s.setStatus("completed"); s.close(); store.close()', file)
-    await sh.until((s) => /^\d\d:\d\d:\d\d {2}fresh {2}status completed$/m.test(s), 'the status change')
-    other('const store = Store.open(args[0]); store.deleteSession("fresh"); store.close()', file)
-    const s = await sh.until((x) => /^\d\d:\d\d:\d\d {2}fresh {2}deleted$/m.test(x), 'the delete')
-    const after = s.slice(s.indexOf('following changes'))
-    assert.match(after, /^\d\d:\d\d:\d\d {2}fresh {2}created {2}\/p\/app {2}Fresh one$/m)
-    const order = ['created', '+3 messages', 'status completed', 'deleted'].map((t) => after.indexOf(`fresh  ${t}`))
-    assert.deepEqual([...order].sort((a, b) => a - b), order, `in the order they happened:\n${after}`)
-    assert.ok(!after.includes('other-new'), `another project's session is not shown:\n${after}`)
-    sh.keys('C-c')
-    sh.run('echo done:$?')
-    const end = await sh.until((x) => /^done:\d+$/m.test(x), 'the shell prompt after Ctrl-C')
-    assert.match(end, /^done:130$/m)
-    assert.ok(!/Error|^\s+at /m.test(end), `no error or stack trace:\n${end}`)
-  } finally {
-    sh.close()
+test('ls --follow: the table, then a session created by another process, its new messages counted, its status change and its delete; --project narrows them', async (t) => {
+  for (const [engine, file] of engines(t, 'ls')) {
+    seed(file, 'old-one', '/p/app')
+    seed(file, 'elsewhere', '/p/other')
+    const sh = shell(`ls-${engine}`)
+    try {
+      sh.run(threadline('--store', file, 'ls', '--follow', '--project', 'app'))
+      const table = await sh.until((s) => s.includes('following changes (Ctrl-C stops)'), 'the table')
+      assert.match(table, /^old-one\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+\/p\/app\s+Session old-one\s+2\s+active$/m)
+      assert.ok(!table.includes('elsewhere'), 'the filter keeps the table to the project')
+      // a change in another project first: had the filter let it through, it would show before the rest
+      other('const store = Store.open(args[0]); const s = store.createSession({ id: "other-new", project: "/p/other" }); s.append("x"); s.close(); store.close()', file)
+      other(
+        `const store = Store.open(args[0])
+        const s = store.createSession({ id: 'fresh', project: '/p/app', title: 'Fresh one' })
+        s.appendMany([
+          { role: 'user', content: [{ type: 'text', text: 'a' }] },
+          { role: 'assistant', content: [{ type: 'text', text: 'b' }] },
+          { role: 'user', content: [{ type: 'text', text: 'c' }] },
+        ])
+        s.close()
+        store.close()`,
+        file,
+      )
+      await sh.until((s) => /^\d\d:\d\d:\d\d {2}fresh {2}\+3 messages$/m.test(s), 'the messages counted')
+      other('const store = Store.open(args[0]); const s = store.openSession("fresh"); s.setStatus("completed"); s.close(); store.close()', file)
+      await sh.until((s) => /^\d\d:\d\d:\d\d {2}fresh {2}status completed$/m.test(s), 'the status change')
+      other('const store = Store.open(args[0]); store.deleteSession("fresh"); store.close()', file)
+      const s = await sh.until((x) => /^\d\d:\d\d:\d\d {2}fresh {2}deleted$/m.test(x), 'the delete')
+      const after = s.slice(s.indexOf('following changes'))
+      assert.match(after, /^\d\d:\d\d:\d\d {2}fresh {2}created {2}\/p\/app {2}Fresh one$/m)
+      const order = ['created', '+3 messages', 'status completed', 'deleted'].map((t) => after.indexOf(`fresh  ${t}`))
+      assert.deepEqual([...order].sort((a, b) => a - b), order, `in the order they happened:\n${after}`)
+      assert.ok(!after.includes('other-new'), `another project's session is not shown:\n${after}`)
+      sh.keys('C-c')
+      sh.run('echo done:$?')
+      const end = await sh.until((x) => /^done:\d+$/m.test(x), 'the shell prompt after Ctrl-C')
+      assert.match(end, /^done:130$/m)
+      assert.ok(!/Error|^\s+at /m.test(end), `no error or stack trace:\n${end}`)
+    } finally {
+      sh.close()
+    }
   }
+})
+
+test('ls --follow --json: the listing on one line, then each change as store.watch gives it, one per line', async () => {
+  const file = path.join(dir, 'lsjson.db')
+  seed(file, 'first')
+  const child = spawn(process.execPath, [BIN, '--store', file, 'ls', '--follow', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (d) => (out += d))
+  child.stderr.on('data', (d) => (err += d))
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  const lines = async (n) => {
+    for (let i = 0; i < 200 && out.split('\n').filter(Boolean).length < n; i++) await sleep(100)
+    return out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  }
+  const [listed] = await lines(1)
+  assert.deepEqual(listed.map((x) => [x.id, x.messageCount, x.parentId]), [['first', 2, null]])
+  other('const store = Store.open(args[0]); const s = store.createSession({ id: "second" }); s.append("hello"); s.close(); store.close()', file)
+  await lines(3)
+  other('const store = Store.open(args[0]); const s = store.openSession("second"); s.setStatus("failed"); s.close(); store.close()', file)
+  const got = (await lines(4)).slice(1)
+  assert.deepEqual(
+    got.map((x) => [x.type, x.sessionId, x.record?.message?.content[0].text ?? x.session?.status]),
+    [
+      ['created', 'second', 'active'],
+      ['record', 'second', 'hello'],
+      ['status', 'second', 'failed'],
+    ],
+  )
+  for (const x of got) assert.equal(typeof x.cursor, 'string', 'each change with its cursor (store.watch({ since }) resumes after it)')
+  child.kill('SIGINT')
+  assert.deepEqual(await exited, { code: 130, signal: null })
+  assert.equal(err, '')
 })
 
 test('ls --follow with --status or --until is a usage error (exit 2); nothing is followed', () => {
