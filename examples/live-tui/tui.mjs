@@ -99,8 +99,7 @@ function lines(env) {
   for (const b of m.content ?? []) {
     if (b.type === 'text') {
       for (const line of b.text.split(/\r?\n/)) if (line.trim() !== '') out.push({ who, text: safe(line) })
-    }
-    else if (b.type === 'tool_use') out.push({ who, tool: true, text: safe(`▸ ${b.name} ${JSON.stringify(b.input)}`) })
+    } else if (b.type === 'tool_use') out.push({ who, tool: true, text: safe(`▸ ${b.name} ${JSON.stringify(b.input)}`) })
     else if (b.type === 'tool_result') {
       const text = typeof b.content === 'string' ? b.content : (b.content ?? []).map((c) => c.text ?? `[${c.type}]`).join(' ')
       out.push({ who, tool: true, text: safe(`◂ ${b.is_error ? 'error' : 'result'} ${text}`) })
@@ -153,7 +152,11 @@ function App() {
     if (move !== 0 && sessions.length > 0) setSelected(sessions[Math.min(sessions.length - 1, Math.max(0, index + move))].id)
   })
   const rows = Math.max(5, (stdout.rows || 24) - 3)
-  const shown = transcript.lines.slice(-rows)
+  // Lines inside a box: its height less the borders and its title line.
+  const room = rows - 2
+  const shown = transcript.lines.slice(-room)
+  // the part of the list that fits, with the selection in it
+  const top = Math.max(0, index - (room - 1))
   return h(
     Box,
     { flexDirection: 'column', height: rows + 2 },
@@ -165,10 +168,10 @@ function App() {
         { flexDirection: 'column', width: 42, borderStyle: 'round', paddingX: 1 },
         h(Text, { bold: true }, `Sessions (${sessions.length})`),
         sessions.length === 0 ? h(Text, { dimColor: true }, 'none yet: waiting…') : null,
-        ...sessions.map((s, i) =>
+        ...sessions.slice(top, top + room).map((s, i) =>
           h(
             Text,
-            { key: s.id, wrap: 'truncate-end', inverse: i === index, color: s.status === 'active' ? 'green' : undefined },
+            { key: s.id, wrap: 'truncate-end', inverse: top + i === index, color: s.status === 'active' ? 'green' : undefined },
             safe(`${s.title ?? s.id.slice(0, 8)}  ${s.messageCount} msgs  ${s.status}`),
           ),
         ),
@@ -176,7 +179,7 @@ function App() {
       h(
         Box,
         { flexDirection: 'column', flexGrow: 1, borderStyle: 'round', paddingX: 1 },
-        h(Text, { bold: true, wrap: 'truncate-end' }, current ? `Transcript ${current}` : 'Transcript'),
+        h(Text, { bold: true, wrap: 'truncate-end' }, current ? `Transcript ${safe(current)}` : 'Transcript'),
         transcript.gone ? h(Text, { color: 'red' }, 'this session was deleted') : null,
         ...shown.map((l, i) =>
           h(Text, { key: i, wrap: 'truncate-end', dimColor: l.tool }, h(Text, { color: l.who === 'User' ? 'green' : 'blue', bold: true }, `${l.who}: `), l.text),
