@@ -1173,10 +1173,12 @@ export interface StoreWatchOptions {
 }
 
 /**
- * A change `store.watch` yields. A session's changes come in the order they were committed:
- * `created` before its records, its records in `seq` order, `status` after the records
- * committed before the status changed. `cursor` (an opaque string, made when first read) is
- * what `since` takes.
+ * A change `store.watch` yields. `created` comes before the session's records, its records come
+ * in `seq` order, each once; `status` says the session's status is no longer the one last given
+ * (a watch that looks after several writes gives the latest status once, after the records it
+ * found); `deleted` ends the session's changes. Changes of different sessions come in about the
+ * order they were committed. `cursor` (an opaque string, made when first read) is what `since`
+ * takes.
  */
 export type StoreChange =
   | { type: 'created'; sessionId: string; session: SessionInfo; readonly cursor: string }

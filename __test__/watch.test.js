@@ -221,7 +221,7 @@ test('an aborted signal ends the watch with an AbortError, as Node\'s own async 
   }
 })
 
-test('a process whose watch stopped exits on its own', async (t) => {
+test('a process whose watches stopped (session.watch and store.watch) exits on its own', async (t) => {
   for (const [engine, location] of engines(t, 'exit')) {
     const store = Store.open(location)
     const created = store.createSession({})
@@ -245,6 +245,15 @@ test('a process whose watch stopped exits on its own', async (t) => {
           const waiting = other.next()
           await other.return()
           await waiting
+          const all = store.watch()
+          const pending = all.next()
+          await all.return()
+          await pending
+          const ended = new AbortController()
+          const project = store.watch({ project: 'x', signal: ended.signal })
+          const aborted = project.next()
+          setImmediate(() => ended.abort())
+          await aborted.catch((e) => { if (e.name !== 'AbortError') throw e })
           process.stdout.write('stopped')
         })()`
       const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -257,6 +266,63 @@ test('a process whose watch stopped exits on its own', async (t) => {
       assert.equal(out, 'stopped', `${engine} ${api}`)
     }
   }
+})
+
+test('sqlite: what a writer SIGKILLed before its commit acknowledged reaches the watches, though no other process writes after it', { timeout: 60_000 }, async (t) => {
+  const location = path.join(tmpDir(t), 'killed.db')
+  const store = Store.open(location)
+  const all = store.watch()
+  const firstChange = all.next()
+  // The writer makes its session with one record, appends a second 300 ms later (its append log
+  // is made then, and that append committed), then, 400 ms later, 18 more, and kills itself at
+  // once: those are in its append log only, and no process writes the store after it.
+  const script = `
+    const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))})
+    const store = Store.open(${JSON.stringify(location)})
+    const s = store.createSession({ id: 'doomed' })
+    s.append({ role: 'user', content: 'record 0' })
+    process.stdout.write('made\\n')
+    setTimeout(() => s.append({ role: 'assistant', content: 'record 1' }), 300)
+    setTimeout(() => {
+      for (let i = 2; i < 20; i++) s.append({ role: i % 2 ? 'assistant' : 'user', content: 'record ' + i })
+      require('node:fs').writeSync(1, 'acked\\n')
+      process.kill(process.pid, 'SIGKILL')
+    }, 700)`
+  const lines = []
+  const p = child('-e', [script], (line) => lines.push(line))
+  const created = await firstChange
+  assert.equal(created.value.type, 'created')
+  assert.equal(created.value.sessionId, 'doomed')
+  const seqs = []
+  // Both watches have the first two records (committed) before the rest is written: the rest,
+  // in the killed writer's log only, is what they must still get.
+  const one = store.openSession('doomed').watch({ fromSeq: 0 })
+  const got = []
+  while (got.length < 2) got.push((await one.next()).value.seq)
+  while (seqs.length < 2) {
+    const c = (await all.next()).value
+    if (c.type === 'record') seqs.push(c.record.seq)
+  }
+  // Both wait for the next change while the writer still runs.
+  let nextOne = one.next()
+  let nextAll = all.next()
+  assert.equal((await p.exited).code, 'SIGKILL')
+  assert.deepEqual(lines, ['made', 'acked'])
+  while (got.length < 20) {
+    got.push((await nextOne).value.seq)
+    nextOne = one.next()
+  }
+  assert.deepEqual(got, [...Array(20).keys()], 'session.watch: every acknowledged record, in order')
+  while (seqs.length < 20) {
+    const c = (await nextAll).value
+    if (c.type === 'record') seqs.push(c.record.seq)
+    if (seqs.length < 20) nextAll = all.next()
+  }
+  assert.deepEqual(seqs, [...Array(20).keys()], 'store.watch: every acknowledged record, in order')
+  await one.return()
+  await nextOne
+  await all.return()
+  store.close()
 })
 
 test('a deleted session ends its watch with NOT_FOUND', async (t) => {

@@ -14,6 +14,9 @@ const { object } = require('./args.js')
 const { parsePage } = require('./pages.js')
 
 const PAGE = 256
+// How long after its writer last wrote an append log a watch reads once more (above the 50 ms a
+// reader waits for a stopped writer's flush, docs/recovery.md).
+const LOG_SETTLE_MS = 150
 
 /** @typedef {{ wait(stop: AbortSignal): Promise<{ num: number, records: number | null }[] | null>, close(): void }} Waker */
 const WATCH_KEYS = ['fromSeq', 'signal']
@@ -73,9 +76,21 @@ function fileWaker(path) {
       w()
     }
   }
+  // An append is acknowledged when its writer's append log (`<file>-tl-...`) has it, and is
+  // committed within about 2 ms, which wakes the watch. A writer killed or frozen before its
+  // commit commits nothing: a read replays its log (docs/recovery.md), so a log written to with
+  // no commit after it gets one read, LOG_SETTLE_MS after it was last written.
+  const logs = `${base}-tl-`
+  /** @type {NodeJS.Timeout | null} */
+  let settle = null
+  const afterLog = () => {
+    if (settle) settle.refresh()
+    else settle = setTimeout(() => { settle = null; ring() }, LOG_SETTLE_MS)
+  }
   const watcher = nodeFs.watch(dir, { persistent: true }, (_event, name) => {
     // Some platforms give no name: then any change of the directory wakes the watch.
     if (name === null || names.has(String(name))) ring()
+    else if (String(name).startsWith(logs) && !String(name).endsWith('.damaged')) afterLog()
   })
   watcher.on('error', (e) => {
     failed = fail('STORE_IO', `watch: the watch of ${dir} failed: ${e.message}`)
@@ -97,6 +112,7 @@ function fileWaker(path) {
     },
     close() {
       watcher.close()
+      if (settle) clearTimeout(settle)
     },
   }
 }
