@@ -359,3 +359,24 @@ test('watch refuses bad options with INVALID_INPUT and the option\'s path, in bo
   expectError(() => new lib.Session({}).watch(), 'INVALID_INPUT', 'watch', 'in-memory')
   store.close()
 })
+
+test('a session deleted by another process ends its watch with NOT_FOUND (and envelopes() says so)', { timeout: 60_000 }, async (t) => {
+  for (const [engine, location] of engines(t, 'deleted_elsewhere')) {
+    const writer = Store.open(location)
+    const s = writer.createSession({})
+    s.append('kept')
+    s.close()
+    writer.close()
+    const watcher = Store.open(location)
+    const session = watcher.openSession(s.id)
+    const it = session.watch({ fromSeq: 0 })
+    assert.equal((await it.next()).value.seq, 0, engine)
+    const ended = assert.rejects(it.next(), (e) => e.code === 'NOT_FOUND' && /^watch: .*deleted/.test(e.message), engine)
+    const script = `const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))}); const st = Store.open(process.argv[1]); st.deleteSession(process.argv[2]); st.close()`
+    const p = spawn(process.execPath, ['-e', script, location, s.id], { stdio: 'inherit' })
+    assert.equal(await new Promise((resolve) => p.on('close', resolve)), 0, engine)
+    await ended
+    expectError(() => session.envelopes(), 'NOT_FOUND', 'envelopes: ')
+    watcher.close()
+  }
+})

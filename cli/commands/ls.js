@@ -1,7 +1,7 @@
 'use strict'
 // threadline ls: the store's sessions, most recently updated first, each with its subagents.
 
-const { colours, print, printJson, table, field, oneLine, when, num, EXIT } = require('../output.js')
+const { colours, print, printJson, jsonText, table, field, oneLine, when, num, UsageError, EXIT } = require('../output.js')
 const { withStore, idsOf, resolveProject } = require('../store.js')
 
 /** The first thing a person typed in the session, for sessions without a title. */
@@ -47,22 +47,46 @@ function rows(sessions, ids, { flat, limit }) {
 }
 
 async function ls(opts) {
-  return withStore(opts, (store) => {
-    const ids = idsOf(store)
+  if (opts.follow) {
+    // A followed list shows every change of the sessions --project keeps: a filter on what a
+    // session is now (its status) or on a past time would drop changes without saying so.
+    for (const k of ['status', 'until']) if (opts[k] !== undefined) throw new UsageError(`--${k} cannot be used with --follow (it shows every change; --project narrows it)`)
+  }
+  return withStore(opts, async (store) => {
     const filter = {}
     if (opts.project !== undefined) filter.project = resolveProject(store, opts.project)
     for (const k of ['status', 'since', 'until']) if (opts[k] !== undefined) filter[k] = opts[k]
-    if (opts.json) {
-      const sessions = store.listSessions({ ...filter, limit: opts.limit })
-      printJson(sessions.map((s) => ({ ...s, parentId: ids.parentOf(s.id) })))
+    const changes = opts.follow ? startWatch(store, filter.project) : null
+    try {
+      return await list(store, opts, filter, changes)
+    } finally {
+      changes?.cancel()
+    }
+  })
+}
+
+async function list(store, opts, filter, changes) {
+  // The watch is asked for its first change before the listing is read: it gives what is
+  // committed after its first look, so a change made meanwhile is not missed (it may show in
+  // the table and again as a line).
+  if (changes) await new Promise((resolve) => setImmediate(resolve))
+  const ids = idsOf(store)
+  if (opts.json) {
+    const sessions = store.listSessions({ ...filter, limit: opts.limit })
+    const listed = sessions.map((s) => ({ ...s, parentId: ids.parentOf(s.id) }))
+    if (!changes) {
+      printJson(listed)
       return EXIT.ok
     }
-    const shown = rows(store.listSessions({ ...filter, limit: opts.flat ? opts.limit : 1_000_000 }), ids, opts)
-    if (shown.length === 0) {
-      print(ids.byId.size === 0 ? 'No sessions. (threadline import claude-code ~/.claude/projects brings in Claude Code\'s)\n' : 'No sessions match.\n')
-      return EXIT.ok
-    }
-    const c = colours(process.stdout)
+    // Followed: one JSON document per line, the listing first, then each change as store.watch gives it.
+    print(`${jsonText(listed)}\n`)
+    return await changes.follow((change) => print(`${jsonText(change)}\n`))
+  }
+  const c = colours(process.stdout)
+  const shown = rows(store.listSessions({ ...filter, limit: opts.flat ? opts.limit : 1_000_000 }), ids, opts)
+  if (shown.length === 0) {
+    print(ids.byId.size === 0 ? 'No sessions. (threadline import claude-code ~/.claude/projects brings in Claude Code\'s)\n' : 'No sessions match.\n')
+  } else {
     const width = process.stdout.columns || 120
     const table_ = shown.map(({ s, depth }) => [
       // a subagent at the top (flat, or its parent filtered out) is named through its parent
@@ -74,8 +98,99 @@ async function ls(opts) {
       s.status === 'interrupted' ? c.red(s.status) : field(s.status),
     ])
     print(`${table(['ID', 'UPDATED', 'PROJECT', 'TITLE OR FIRST PROMPT', 'MSGS', 'STATUS'], table_, c)}\n`)
-    return EXIT.ok
-  })
+  }
+  if (!changes) return EXIT.ok
+  print(`${c.dim('following changes (Ctrl-C stops)')}\n`)
+  return await changes.follow(changeLines(store, ids, c))
+}
+
+/** A change as a line: the time, the session (as the table names it), what happened. */
+function changeLines(store, ids_, c) {
+  let ids = ids_
+  // Records come a page at a time: those of one session read together are one line ("+3 messages").
+  const added = new Map()
+  let flushing = false
+  const name = (id) => c.cyan(field(ids.short(id)))
+  const line = (id, what) => print(`${c.dim(clock())}  ${name(id)}  ${what}\n`)
+  const flush = () => {
+    flushing = false
+    for (const [id, n] of added) {
+      const parts = []
+      if (n.messages) parts.push(`+${num(n.messages)} message${n.messages === 1 ? '' : 's'}`)
+      if (n.events) parts.push(`+${num(n.events)} event${n.events === 1 ? '' : 's'}`)
+      line(id, parts.join(', '))
+    }
+    added.clear()
+  }
+  return (change) => {
+    if (change.type === 'record') {
+      const n = added.get(change.sessionId) ?? { messages: 0, events: 0 }
+      if (change.record.message) n.messages++
+      else n.events++
+      added.set(change.sessionId, n)
+      // after the records read with this one are counted (the watch's next read waits on I/O)
+      if (!flushing) setImmediate(flush)
+      flushing = true
+      return
+    }
+    flush()
+    if (change.type === 'created') {
+      ids = idsOf(store)
+      const s = change.session
+      line(change.sessionId, `${c.green('created')}  ${oneLine(s.project ?? 'no project', 28)}  ${oneLine(s.title ?? '', 60)}`.trimEnd())
+    } else if (change.type === 'status') {
+      const st = change.session.status
+      line(change.sessionId, `status ${st === 'interrupted' || st === 'failed' ? c.red(st) : field(st)}`)
+    } else if (change.type === 'deleted') line(change.sessionId, c.red('deleted'))
+  }
+}
+
+/** The local time of day, `HH:MM:SS`. */
+function clock() {
+  const d = new Date()
+  const p = (x) => String(x).padStart(2, '0')
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`
+}
+
+/**
+ * The store's watch of `project`'s sessions (every session's without one), its first change
+ * asked for now: `follow(each)` passes each change to `each` until Ctrl-C (130; SIGTERM 143) or
+ * until standard output fails; `cancel()` stops it (once the command ends, however it ends).
+ */
+function startWatch(store, project) {
+  const stop = new AbortController()
+  let code = EXIT.ok
+  const onInt = () => {
+    code = 130
+    stop.abort()
+  }
+  const onTerm = () => {
+    code = 143
+    stop.abort()
+  }
+  const onOutputError = () => stop.abort()
+  process.on('SIGINT', onInt)
+  process.on('SIGTERM', onTerm)
+  process.stdout.on('error', onOutputError)
+  const it = store.watch({ ...(project !== undefined ? { project } : {}), signal: stop.signal })
+  const first = it.next()
+  first.catch(() => {}) // what follow() awaits; stopped before it, an AbortError nobody needs
+  return {
+    async follow(each) {
+      try {
+        for (let r = await first; !r.done; r = await it.next()) each(r.value)
+      } catch (e) {
+        if (!(e instanceof Error) || e.name !== 'AbortError') throw e
+      }
+      return code
+    },
+    cancel() {
+      stop.abort()
+      process.off('SIGINT', onInt)
+      process.off('SIGTERM', onTerm)
+      process.stdout.off('error', onOutputError)
+    },
+  }
 }
 
 module.exports = { ls }

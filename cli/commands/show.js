@@ -91,60 +91,120 @@ function compactSummary(m, c) {
   return c.yellow(`✂ compaction summary (${num(lines)} lines, ${num(body.length)} chars) folded: --full shows it`)
 }
 
+/**
+ * Renders records one at a time, as `show` prints them: `lines(env)` gives a record's lines and
+ * keeps what the next record's lines depend on (the heading it may share with this one), so the
+ * records `--follow` gets later read as if they had been printed with the rest.
+ */
+function transcript(opts, ids, sid, c) {
+  const agents = spawned(ids, sid)
+  const width = Math.max(40, (process.stdout.columns || 120) - 20)
+  let previous = null
+  return (env) => {
+    const out = []
+    const m = env.message
+    if (!m) {
+      const mark = markLine(env, c)
+      if (mark) {
+        if (previous) out.push('')
+        out.push(mark)
+        previous = null
+      } else if (opts.full) out.push(eventLine(env, c))
+      return out
+    }
+    // Claude Code writes one response as a record per block: one heading for them all.
+    const same = previous && previous.role === m.role && m.id !== undefined && previous.id === m.id
+    if (!same) {
+      if (previous) out.push('')
+      const who = m.role === 'assistant' ? c.blue(c.bold('Assistant')) : c.green(c.bold('User'))
+      out.push(`${who} ${c.dim(when(env.timestamp))}`)
+    }
+    previous = m
+    if (env.isCompactSummary && !opts.full) out.push(compactSummary(m, c))
+    else {
+      for (const b of m.content ?? []) {
+        if (b.type === 'text' && b.text.trim() === '' && !opts.full) continue
+        out.push(...blockLines(b, c, opts.full, Math.min(width, FOLD)))
+        const agent = b.type === 'tool_use' ? agents.byCall.get(b.id) : undefined
+        if (agent !== undefined) out.push(agentLine(ids, agent, c))
+      }
+    }
+    if (agents.byRecord.has(env.uuid)) out.push(agentLine(ids, agents.byRecord.get(env.uuid), c))
+    return out
+  }
+}
+
 async function show(id, opts) {
-  return withStore(opts, (store) => {
+  return withStore(opts, async (store) => {
     const { id: sid, ids } = resolveId(store, id, { full: true })
-    const agents = spawned(ids, sid)
     const s = store.openSession(sid)
     try {
       const info = s.info
       const records = s.envelopes()
+      // The seq after the last record printed: the watch starts there, so nothing committed
+      // between this read and the watch's first read is missed or printed twice.
+      const fromSeq = records.length === 0 ? 0 : records[records.length - 1].seq + 1
       if (opts.json) {
-        printJson({ info, records })
-        return EXIT.ok
+        if (!opts.follow) {
+          printJson({ info, records })
+          return EXIT.ok
+        }
+        // Followed, the records are JSON lines (NDJSON), one record each, as they arrive.
+        const line = (env) => print(`${jsonText(env)}\n`)
+        records.forEach(line)
+        return await follow(s, fromSeq, line)
       }
       const c = colours(process.stdout)
-      const width = Math.max(40, (process.stdout.columns || 120) - 20)
       const parent = ids.parentOf(sid)
       const head = [info.id, parent === null ? null : `subagent of ${ids.short(parent)}`, info.project ?? 'no project', info.model, `${num(info.messageCount)} message${info.messageCount === 1 ? '' : 's'}`, info.status]
       const out = [c.bold(oneLine(info.title ?? `Session ${info.id}`)), c.dim(head.filter(Boolean).map(field).join(' · ')), '']
-      let previous = null
-      for (const env of records) {
-        const m = env.message
-        if (!m) {
-          const mark = markLine(env, c)
-          if (mark) {
-            if (previous) out.push('')
-            out.push(mark)
-            previous = null
-          } else if (opts.full) out.push(eventLine(env, c))
-          continue
-        }
-        // Claude Code writes one response as a record per block: one heading for them all.
-        const same = previous && previous.role === m.role && m.id !== undefined && previous.id === m.id
-        if (!same) {
-          if (previous) out.push('')
-          const who = m.role === 'assistant' ? c.blue(c.bold('Assistant')) : c.green(c.bold('User'))
-          out.push(`${who} ${c.dim(when(env.timestamp))}`)
-        }
-        previous = m
-        if (env.isCompactSummary && !opts.full) out.push(compactSummary(m, c))
-        else {
-          for (const b of m.content ?? []) {
-            if (b.type === 'text' && b.text.trim() === '' && !opts.full) continue
-            out.push(...blockLines(b, c, opts.full, Math.min(width, FOLD)))
-            const agent = b.type === 'tool_use' ? agents.byCall.get(b.id) : undefined
-            if (agent !== undefined) out.push(agentLine(ids, agent, c))
-          }
-        }
-        if (agents.byRecord.has(env.uuid)) out.push(agentLine(ids, agents.byRecord.get(env.uuid), c))
-      }
+      const render = transcript(opts, ids, sid, c)
+      for (const env of records) out.push(...render(env))
       print(`${out.join('\n')}\n`)
-      return EXIT.ok
+      if (!opts.follow) return EXIT.ok
+      return await follow(s, fromSeq, (env) => {
+        const lines = render(env)
+        if (lines.length > 0) print(`${lines.join('\n')}\n`)
+      })
     } finally {
       s.close()
     }
   })
+}
+
+/**
+ * `--follow`: each record committed from `fromSeq` on, by any process, to `each`, until Ctrl-C
+ * (exit 130, as a shell reports a command Ctrl-C stopped; SIGTERM 143) or until standard output
+ * fails (a reader that went away). A session deleted meanwhile ends it with NOT_FOUND (exit 1).
+ */
+async function follow(session, fromSeq, each) {
+  const stop = new AbortController()
+  let code = EXIT.ok
+  const onInt = () => {
+    code = 130
+    stop.abort()
+  }
+  const onTerm = () => {
+    code = 143
+    stop.abort()
+  }
+  const onOutputError = () => stop.abort()
+  process.on('SIGINT', onInt)
+  process.on('SIGTERM', onTerm)
+  process.stdout.on('error', onOutputError)
+  try {
+    for await (const env of session.watch({ fromSeq, signal: stop.signal })) each(env)
+  } catch (e) {
+    if (!(e instanceof Error) || e.name !== 'AbortError') {
+      if (e && e.code === 'NOT_FOUND') e.message = `session '${session.id}' was deleted while it was followed`
+      throw e
+    }
+  } finally {
+    process.off('SIGINT', onInt)
+    process.off('SIGTERM', onTerm)
+    process.stdout.off('error', onOutputError)
+  }
+  return code
 }
 
 module.exports = { show }

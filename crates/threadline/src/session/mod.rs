@@ -723,17 +723,26 @@ impl Session {
 
     /// One page of envelopes (every record) as a JSON array.
     pub fn envelopes_page(&self, from_seq: u64, limit: u64, max_bytes: usize) -> Result<Page> {
-        let conn = self.conn().map_err(|e| e.during("envelopes"))?;
-        read_page(
-            &conn,
-            self.num,
-            from_seq,
-            limit,
-            max_bytes,
-            Part::Envelope,
-            false,
-        )
-        .map_err(|e| e.during("envelopes"))
+        let run = || {
+            let conn = self.conn()?;
+            let page = read_page(
+                &conn,
+                self.num,
+                from_seq,
+                limit,
+                max_bytes,
+                Part::Envelope,
+                false,
+            )?;
+            // Deleted by another process (this one's deletes `conn` reports): its records are
+            // gone, so an empty page would read as "nothing new yet" and a watch would wait on.
+            if page.json == b"[]" && crate::storage::sessions::id_if_any(&conn, self.num)?.is_none()
+            {
+                return Err(crate::storage::ownership::gone(&self.id));
+            }
+            Ok(page)
+        };
+        run().map_err(|e: Error| e.during("envelopes"))
     }
 
     /// The messages of the current context, in order: from the latest compaction (its summary
