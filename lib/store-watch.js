@@ -205,6 +205,10 @@ function watchStore(store, options) {
     let waker = null
     let lastWrite = 0
     let deletions = 0
+    // A look failed for a lost connection: the next looks at every session.
+    let lost = false
+    /** @type {Positions} */
+    let positions = new Positions(new Map())
     try {
       if (signal?.aborted) throw abortError(signal)
       // Registered before the first read, so no commit falls between the read and the wait.
@@ -213,7 +217,7 @@ function watchStore(store, options) {
       const first = await scan(null, null)
       /** @type {Map<number, Seen>} */
       const start = resumed ?? new Map(first.marks.map((m) => [m.num, [m.records, m.status, m.id]]))
-      const positions = new Positions(start)
+      positions = new Positions(start)
       lastWrite = first.lastWrite
       deletions = first.deletions
       // Without `since`, the watch starts at the end the first look found.
@@ -224,72 +228,93 @@ function watchStore(store, options) {
           const woke = await waker.wait(stop.signal)
           if (stop.signal.aborted) break
           try {
-            todo = await look(woke)
+            todo = await look(lost ? null : woke)
+            lost = false
           } catch (e) {
-            if (pg && transient(e)) continue // the listener reconnects, then everything is looked at
+            if (pg && transient(e)) {
+              lost = true // the listener reconnects, then everything is looked at
+              continue
+            }
             throw e
           }
         }
-        const { marks, whole } = todo
+        const current = todo
         todo = null
-        let vanished = false
-        const made = await infos(marks.filter((m) => {
-          const was = positions.get(m.num)
-          return !was || was[1] !== m.status
-        }).map((m) => m.num))
-        for (const mark of marks) {
-          let was = positions.get(mark.num)
-          if (!was) {
-            const session = made.get(mark.num)
-            if (!session) continue // deleted since the look: nothing to tell
-            was = /** @type {Seen} */ ([0, mark.status, mark.id])
-            positions.set(mark.num, was)
-            yield change({ type: 'created', sessionId: mark.id, session }, positions.mark(scope))
-            if (stop.signal.aborted && halt()) return
-          }
-          // Only the records the look counted: a later one comes after this look's status.
-          for (let from = was[0]; from < mark.records;) {
-            const items = await page(mark, from, Math.min(PAGE, mark.records - from))
-            if (items === null) {
-              vanished = true
-              break
-            }
-            for (const record of items) {
-              if (record.seq !== from) continue // given already (never expected)
-              from = record.seq + 1
-              positions.set(mark.num, [from, was[1], mark.id])
-              yield change({ type: 'record', sessionId: mark.id, record }, positions.mark(scope))
-              if (stop.signal.aborted && halt()) return
-            }
-            if (items.length === 0) break
-          }
-          was = /** @type {Seen} */ (positions.get(mark.num))
-          if (was[1] !== mark.status) {
-            const session = made.get(mark.num)
-            if (!session) continue
-            positions.set(mark.num, [was[0], mark.status, mark.id])
-            yield change({ type: 'status', sessionId: mark.id, session }, positions.mark(scope))
-            if (stop.signal.aborted && halt()) return
-          }
+        try {
+          const vanished = yield* give(current)
+          // A session deleted while its records were read: the whole scope is looked at again.
+          if (vanished) todo = await look(null)
+        } catch (e) {
+          // The server went away mid-look: what was given is kept; the listener reconnects and
+          // wakes the watch, which then looks at everything.
+          if (!(pg && transient(e))) throw e
+          lost = true
         }
-        if (whole) {
-          const present = new Set(marks.map((m) => m.num))
-          for (const [num, [, , id]] of [...positions.live]) {
-            if (present.has(num)) continue
-            positions.set(num, null)
-            handles.delete(num)
-            yield change({ type: 'deleted', sessionId: id }, positions.mark(scope))
-            if (stop.signal.aborted && halt()) return
-          }
-        }
-        // A session deleted while its records were read: the whole scope is looked at again.
-        if (vanished) todo = await look(null)
       }
       if (signal?.aborted) throw abortError(signal)
     } finally {
       waker?.close()
       handles.clear()
       signal?.removeEventListener('abort', onAbort)
+    }
+
+    /**
+     * Gives the changes a look found; true when a session was deleted while its records were
+     * read.
+     * @param {{ marks: Mark[], whole: boolean }} todo
+     */
+    async function* give({ marks, whole }) {
+      let vanished = false
+      const made = await infos(marks.filter((m) => {
+        const was = positions.get(m.num)
+        return !was || was[1] !== m.status
+      }).map((m) => m.num))
+      for (const mark of marks) {
+        let was = positions.get(mark.num)
+        if (!was) {
+          const session = made.get(mark.num)
+          if (!session) continue // deleted since the look: nothing to tell
+          was = /** @type {Seen} */ ([0, mark.status, mark.id])
+          positions.set(mark.num, was)
+          yield change({ type: 'created', sessionId: mark.id, session }, positions.mark(scope))
+          if (stop.signal.aborted && halt()) return vanished
+        }
+        // Only the records the look counted: a later one comes after this look's status.
+        for (let from = was[0]; from < mark.records;) {
+          const items = await page(mark, from, Math.min(PAGE, mark.records - from))
+          if (items === null) {
+            vanished = true
+            break
+          }
+          for (const record of items) {
+            if (record.seq !== from) continue // given already (never expected)
+            from = record.seq + 1
+            positions.set(mark.num, [from, was[1], mark.id])
+            yield change({ type: 'record', sessionId: mark.id, record }, positions.mark(scope))
+            if (stop.signal.aborted && halt()) return vanished
+          }
+          if (items.length === 0) break
+        }
+        was = /** @type {Seen} */ (positions.get(mark.num))
+        if (was[1] !== mark.status) {
+          const session = made.get(mark.num)
+          if (!session) continue
+          positions.set(mark.num, [was[0], mark.status, mark.id])
+          yield change({ type: 'status', sessionId: mark.id, session }, positions.mark(scope))
+          if (stop.signal.aborted && halt()) return vanished
+        }
+      }
+      if (whole) {
+        const present = new Set(marks.map((m) => m.num))
+        for (const [num, [, , id]] of [...positions.live]) {
+          if (present.has(num)) continue
+          positions.set(num, null)
+          handles.delete(num)
+          yield change({ type: 'deleted', sessionId: id }, positions.mark(scope))
+          if (stop.signal.aborted && halt()) return vanished
+        }
+      }
+      return vanished
     }
 
     /**
