@@ -380,3 +380,34 @@ test('a session deleted by another process ends its watch with NOT_FOUND (and en
     watcher.close()
   }
 })
+
+test('SQLite: a watch in another process sees an append with durability \'power\' though nothing is written after it', { timeout: 60_000 }, async (t) => {
+  const location = path.join(tmpDir(t), 'power.db')
+  const setup = Store.open(location)
+  const s = setup.createSession({})
+  s.append('zero')
+  setup.close()
+  const watcher = Store.open(location)
+  const it = watcher.openSession(s.id).watch({ fromSeq: 0 })
+  assert.equal((await it.next()).value.seq, 0) // the watch is registered
+  // The writer appends, committed with an fsync before each append returns: one when it has opened
+  // the store, one more when told, then it stays open and idle. That commit's frames reach the
+  // -wal file before it can be seen, and no change of the files follows it.
+  const script = `
+    const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))})
+    const store = Store.open(${JSON.stringify(location)}, { durability: 'power' })
+    const session = store.openSession(${JSON.stringify(s.id)})
+    session.append('warm')
+    require('node:readline').createInterface({ input: process.stdin }).on('line', () => session.append('one'))
+    process.stdin.on('end', () => store.close())`
+  const writer = child('-e', [script], () => {})
+  assert.equal((await it.next()).value.seq, 1)
+  writer.stdin.write('go\n')
+  const got = await it.next()
+  assert.equal(got.value.seq, 2)
+  assert.equal(got.value.message.content[0].text, 'one')
+  writer.stdin.end()
+  assert.equal((await writer.exited).code, 0)
+  await it.return()
+  watcher.close()
+})

@@ -9,7 +9,8 @@
 //   restore    10,000 messages: a fresh Store.open + openSession + messages, against SELECT of the
 //              same rows + JSON.parse
 //   writers    aggregate appends per second with 1, 4 and 8 writer processes, each on a session
-//              of its own, for a fixed time (bench/postgres-writer.js)
+//              of its own, for a fixed time (bench/postgres-writer.js); BENCH_WRITERS_WATCHED=1:
+//              while a watch of the store listens
 //   growth     one session of 4,000 appends: the median append of the last 500 against the
 //              first 500, Threadline's and the bare client's (interleaved)
 //   resume     PostgreSQL: open + buildContext of a 100k-record session compacted to 2k, against
@@ -198,10 +199,21 @@ async function restoreSection(engine, messages) {
 }
 
 // Aggregate appends per second of `n` writer processes started together, each on its own session.
+// BENCH_WRITERS_WATCHED=1: while a watch of another session of the store listens (on PostgreSQL
+// writers notify only then, docs/live.md).
 async function writers(location, n) {
   const init = Store.open(location)
   const ids = Array.from({ length: n }, (_, i) => init.createSession({ title: `w${i}` }).id)
-  init.close()
+  let watch = null
+  if (process.env.BENCH_WRITERS_WATCHED === '1') {
+    const s = init.createSession({ title: 'watched' })
+    watch = s.watch({ fromSeq: 0 })
+    s.append({ role: 'user', content: 'watched' })
+    await watch.next() // its listener is registered
+    watch.next().catch(() => {})
+  } else {
+    init.close()
+  }
   const children = ids.map((id) => spawn(process.execPath, [path.join(__dirname, 'postgres-writer.js'), location, id, String(CFG.writerSeconds)], { stdio: ['pipe', 'pipe', 'inherit'] }))
   const outs = children.map((c) => new Promise((resolve) => {
     let out = ''
@@ -209,6 +221,10 @@ async function writers(location, n) {
     c.on('exit', (code) => resolve(code === 0 ? JSON.parse(out) : { appends: NaN, seconds: 1 }))
   }))
   const results = await Promise.all(outs)
+  if (watch) {
+    await watch.return()
+    init.close()
+  }
   const seconds = Math.max(...results.map((r) => r.seconds))
   return results.reduce((sum, r) => sum + r.appends, 0) / seconds
 }

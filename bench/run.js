@@ -21,7 +21,8 @@
 // it starts a throwaway PostgreSQL server unless THREADLINE_TEST_POSTGRES names one), and import
 // throughput and the command line (bench/interop.js; BENCH_INTEROP=0), and the framework adapters
 // against their frameworks' own stores (bench/claude-agent-sdk.js, ai-sdk.js, openai-agents.js,
-// anthropic.js; BENCH_ADAPTERS=0). BENCH_MILLION=1 adds a
+// anthropic.js; BENCH_ADAPTERS=0), live watch's latency against fs.watch on a JSONL file
+// (bench/watch.js; BENCH_WATCH=0). BENCH_MILLION=1 adds a
 // session of 1,000,000 records (bench/million.js: buildContext, compactionPlan and the first
 // search against 3 s and 512 MiB each; minutes, and about 4 GB kept in bench/.data).
 
@@ -415,6 +416,10 @@ async function main() {
         results.adapters[name] = await require(`./${name}.js`).run({ log })
       }
     }
+    if (process.env.BENCH_WATCH !== '0') {
+      log('live watch (bench/watch.js): append to a watcher in another process, against fs.watch on JSONL')
+      results.watch = await require('./watch.js').run({ log })
+    }
     if (process.env.BENCH_SEARCH !== '0' && !QUICK) {
       // BENCH_SEARCH_BASELINE=<a build before the index>.node adds appends without the index
       log('search (bench/search.js): appends with the index, a store of 1,000,000 real records')
@@ -485,6 +490,7 @@ function printTable(results) {
   if (results.postgres) lines.push(require('./postgres.js').format(results.postgres), '')
   if (results.interop) lines.push(require('./interop.js').format(results.interop), '')
   for (const [name, r] of Object.entries(results.adapters ?? {})) lines.push(require(`./${name}.js`).format(r), '')
+  if (results.watch) lines.push(require('./watch.js').format(results.watch), '')
   lines.push(`elapsed ${results.elapsedSeconds.toFixed(0)} s; results in ${path.relative(process.cwd(), RESULTS) || RESULTS}`)
   console.log(lines.join('\n'))
 }

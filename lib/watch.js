@@ -17,6 +17,8 @@ const PAGE = 256
 // How long after its writer last wrote an append log a watch reads once more (above the 50 ms a
 // reader waits for a stopped writer's flush, docs/recovery.md).
 const LOG_SETTLE_MS = 150
+/** The last of a SQLite watch's re-reads after a change comes this many ms after the one before. */
+const MAX_RETRY_MS = 512
 
 /** @typedef {{ wait(stop: AbortSignal): Promise<{ num: number, records: number | null }[] | null>, close(): void }} Waker */
 const WATCH_KEYS = ['fromSeq', 'signal']
@@ -68,6 +70,15 @@ function fileWaker(path) {
   let wake = null
   /** @type {Error | null} */
   let failed = null
+  // A change of the -wal file wakes the watch before the commit that wrote it can be seen: SQLite
+  // marks a commit in the WAL index (the -shm file, written through shared memory, which inotify
+  // does not report) after writing its frames, and with durability 'power' only after an fsync.
+  // A read in between finds nothing, and no later change may come (the writer idle). So after
+  // each change the watch reads again 1 ms later, then 2, 4 ... 512 ms (about 1 s in all; each
+  // change starts over); after that, nothing until the next change.
+  let retry = 0
+  /** @type {NodeJS.Timeout | null} */
+  let timer = null
   const ring = () => {
     dirty = true
     if (wake) {
@@ -89,8 +100,10 @@ function fileWaker(path) {
   }
   const watcher = nodeFs.watch(dir, { persistent: true }, (_event, name) => {
     // Some platforms give no name: then any change of the directory wakes the watch.
-    if (name === null || names.has(String(name))) ring()
-    else if (String(name).startsWith(logs) && !String(name).endsWith('.damaged')) afterLog()
+    if (name === null || names.has(String(name))) {
+      retry = 1
+      ring()
+    } else if (String(name).startsWith(logs) && !String(name).endsWith('.damaged')) afterLog()
   })
   watcher.on('error', (e) => {
     failed = fail('STORE_IO', `watch: the watch of ${dir} failed: ${e.message}`)
@@ -103,7 +116,13 @@ function fileWaker(path) {
         await new Promise((resolve) => {
           wake = () => resolve(undefined)
           stop.addEventListener('abort', ring, { once: true })
+          if (retry > 0 && retry <= MAX_RETRY_MS) {
+            timer = setTimeout(ring, retry)
+            retry *= 2
+          }
         })
+        if (timer) clearTimeout(timer)
+        timer = null
         stop.removeEventListener('abort', ring)
       }
       if (failed) throw failed
@@ -111,6 +130,8 @@ function fileWaker(path) {
       return null
     },
     close() {
+      if (timer) clearTimeout(timer)
+      timer = null
       watcher.close()
       if (settle) clearTimeout(settle)
     },

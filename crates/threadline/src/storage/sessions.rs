@@ -120,9 +120,10 @@ pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
     // comes after finds no row and is undone; the records deleted next are then all there are.
     conn.execute("DELETE FROM sessions WHERE num = ?1", &args![num])?;
     if conn.is_postgres() {
-        // Live watches hear of it at the commit (`postgres/listen.rs`).
+        // Live watches hear of it at the commit (`postgres/listen.rs`), if any is registered.
         conn.execute(
-            "SELECT pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' d')",
+            "SELECT pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' d') \
+             WHERE EXISTS (SELECT 1 FROM listeners)",
             &args![num],
         )?;
     }

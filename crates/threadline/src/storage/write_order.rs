@@ -15,9 +15,11 @@ pub(crate) fn touch(conn: &Db, num: i64) -> Result<()> {
         conn.pick(
             "UPDATE sessions SET write_seq = (SELECT coalesce(max(write_seq), 0) + 1 FROM sessions) WHERE num = ?1",
             // Writers of other sessions run at once here: a sequence orders them. The NOTIFY,
-            // sent at the commit, tells live watches (`postgres/listen.rs`) of the change.
+            // sent at the commit, tells live watches (`postgres/listen.rs`) of the change; only
+            // while one is registered (notifying commits are serialized server-wide).
             "WITH u AS (UPDATE sessions SET write_seq = nextval('write_seq') WHERE num = ?1 RETURNING records) \
-             SELECT pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' ' || u.records::text) FROM u",
+             SELECT pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' ' || u.records::text) FROM u \
+             WHERE EXISTS (SELECT 1 FROM listeners)",
         ),
         &args![num],
     )
@@ -43,9 +45,11 @@ pub(crate) fn touch_records(conn: &Db, num: i64, records: u64) -> Result<()> {
             // (each statement sees the store as it is then); the records it added would belong
             // to no session. No row updated divides by zero: the transaction fails, NOT_FOUND
             // (postgres/error.rs), sent with the COMMIT as before (one round trip). The NOTIFY,
-            // sent at the commit (never if it fails), wakes live watches (`postgres/listen.rs`).
+            // sent at the commit (never if it fails), wakes live watches (`postgres/listen.rs`),
+            // only while one is registered.
             "WITH u AS (UPDATE sessions SET write_seq = nextval('write_seq'), records = ?2 WHERE num = ?1 RETURNING 1) \
-             SELECT 1 / count(*), pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' ' || ?2::bigint::text) FROM u",
+             SELECT 1 / count(*), CASE WHEN EXISTS (SELECT 1 FROM listeners) \
+             THEN pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' ' || ?2::bigint::text) END FROM u",
         ),
         &args![num, records as i64],
     )

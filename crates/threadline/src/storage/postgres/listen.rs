@@ -1,11 +1,17 @@
-//! Live watch on PostgreSQL: every write of a session (its records, its row) sends a `NOTIFY` in
-//! its own transaction (`write_order.rs`, `sessions::delete`), so a listener hears of it exactly
-//! when it commits, and only if it does. A listener holds a connection of its own that runs
-//! `LISTEN`; its `wait` blocks the calling thread (the binding runs it on the thread pool) until
-//! a change of its session (or of any, for a store's) comes, a new connection was made after the
-//! server dropped the last (the caller reads everything from where it was: notifications sent
-//! while no connection listened are lost, the catch-up read is what keeps a restart from losing
-//! records), or `cancel` is called.
+//! Live watch on PostgreSQL: a write of a session (its records, its row) sends a `NOTIFY` in its
+//! own transaction (`write_order.rs`, `sessions::delete`) while some listener is registered in
+//! the store's `listeners` table, so a listener hears of it exactly when it commits, and only if
+//! it does. A listener holds a connection of its own that runs `LISTEN`; its `wait` blocks the
+//! calling thread (the binding runs it on the thread pool) until a change of its session (or of
+//! any, for a store's) comes, a new connection was made after the server dropped the last (the
+//! caller reads everything from where it was: notifications sent while no connection listened
+//! are lost, the catch-up read is what keeps a restart from losing records), or `cancel` is
+//! called.
+//!
+//! Why only while someone listens: PostgreSQL commits notifying transactions one at a time (a
+//! server-wide lock from the notify's pre-commit to the commit's end), which cost concurrent
+//! writers 21% to 45% of their appends per second (BENCHMARKS.md). Why a writer never misses a
+//! listener that registers while it writes: see `REGISTER`.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -84,7 +90,9 @@ impl Listener {
         loop {
             if self.cancel.is_set() {
                 // The connection closes now, not when the listener is dropped.
-                *slot = None;
+                if let Some(mut c) = slot.take() {
+                    unregister(&mut c);
+                }
                 return Ok(Wake::Cancelled);
             }
             match slot.as_mut() {
@@ -116,12 +124,34 @@ impl Listener {
     }
 }
 
+/// A listener's registration, on every (re)connection, in one transaction (one round trip).
+/// Writers read `listeners` in the statement that would notify, which holds an ACCESS SHARE lock
+/// on it until their commit; the ACCESS EXCLUSIVE lock here waits for every such writer, and
+/// writers that come later wait for this transaction. So once it commits, every write that saw
+/// no listener is committed (the caller's catch-up read, made after this returns, sees it) and
+/// every later one sees this row and notifies. `LISTEN` takes effect at the same commit. Rows of
+/// listeners whose connection is gone (a process killed, a connection dropped without `cancel`)
+/// are removed here; a pid reused meanwhile only keeps notifications on, which costs writers
+/// time and is never wrong.
+const REGISTER: &str = "BEGIN;
+LOCK TABLE listeners IN ACCESS EXCLUSIVE MODE;
+DELETE FROM listeners WHERE backend_pid NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL);
+INSERT INTO listeners(backend_pid, since_ms) VALUES (pg_backend_pid(), (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+  ON CONFLICT (backend_pid) DO UPDATE SET since_ms = excluded.since_ms";
+
 fn listening(connect: &Reconnect) -> Result<PgClient> {
     let mut client = connect()?;
     client
-        .batch_execute(&format!("LISTEN {CHANNEL}"))
+        .batch_execute(&format!("{REGISTER}; LISTEN {CHANNEL}; COMMIT"))
         .map_err(mapped)?;
     Ok(client)
+}
+
+/// A cancelled listener's row goes with it, so writers stop notifying as soon as no one listens.
+/// Best effort: a row left (the server unreachable, the process killed) is removed by the next
+/// registration.
+fn unregister(client: &mut PgClient) {
+    let _ = client.batch_execute("DELETE FROM listeners WHERE backend_pid = pg_backend_pid()");
 }
 
 /// `schema num records`, or `schema num d` for a deletion; another store's, or anything else:

@@ -15,7 +15,7 @@ use super::url::quote;
 use crate::error::{Error, Result};
 use crate::storage::schema::APPLICATION_ID;
 
-pub const VERSION: i64 = 4;
+pub const VERSION: i64 = 5;
 
 /// Migrations, in order: `MIGRATIONS[i]` brings a schema from version i to i + 1. `{s}` is the
 /// quoted schema name.
@@ -143,6 +143,14 @@ CREATE TABLE {s}.deleted_sessions(
   deleted_ms BIGINT NOT NULL
 );
 CREATE INDEX deleted_sessions_id ON {s}.deleted_sessions(id);
+"#,
+    // The live watches listening now, by server process (`listen.rs`): writers send their
+    // NOTIFY only while a row is here, since notifying transactions commit one at a time.
+    r#"
+CREATE TABLE {s}.listeners(
+  backend_pid INT PRIMARY KEY,
+  since_ms BIGINT NOT NULL
+);
 "#,
 ];
 
@@ -336,8 +344,8 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(
-            tables, 8,
-            "meta, sessions, records, blobs, blob_refs, tool_calls, search, deleted_sessions"
+            tables, 9,
+            "meta, sessions, records, blobs, blob_refs, tool_calls, search, deleted_sessions, listeners"
         );
         drop(c);
         connect(&url, &StoreOptions::default()).unwrap();
@@ -384,6 +392,40 @@ mod tests {
         // Opened again, it is as it was: the same id.
         let mut again = connect(&url, &StoreOptions::default()).unwrap();
         assert_eq!(store_id(&mut again).unwrap(), id);
+        drop_schema(&url);
+    }
+
+    #[test]
+    fn a_version_4_schema_gets_the_listeners_table_with_its_rows_kept() {
+        let Some(url) = url("migrate4") else { return };
+        drop_schema(&url);
+        let s = url.quoted_schema();
+        let mut c = PgClient::connect(&url.config, tokio_postgres::NoTls).unwrap();
+        let v4: Vec<String> = MIGRATIONS[..4]
+            .iter()
+            .map(|m| m.replace("{s}", &s))
+            .collect();
+        c.batch_execute(&format!(
+            "CREATE SCHEMA {s};
+             CREATE TABLE {s}.meta(key TEXT PRIMARY KEY, value BIGINT NOT NULL);
+             INSERT INTO {s}.meta VALUES ('application_id', {APPLICATION_ID}), ('version', 4);
+             {}
+             INSERT INTO {s}.sessions(id, created_ms, updated_ms) VALUES ('kept', 1, 2);",
+            v4.join("\n")
+        ))
+        .unwrap();
+        let mut m = connect(&url, &StoreOptions::default()).unwrap();
+        assert_eq!(read_version(&mut m, &url.schema).unwrap(), Some(VERSION));
+        let listeners: i64 = c
+            .query_one(&format!("SELECT count(*) FROM {s}.listeners"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(listeners, 0, "the table is there, empty");
+        let kept: String = c
+            .query_one(&format!("SELECT id FROM {s}.sessions"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(kept, "kept");
         drop_schema(&url);
     }
 
