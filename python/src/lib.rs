@@ -19,7 +19,7 @@ use threadline::{
 };
 
 create_exception!(
-    _native,
+    threadline,
     ThreadlineError,
     PyException,
     "A Threadline error; `.code` is its stable code (INVALID_INPUT, NOT_FOUND, SESSION_LOCKED, ...)."
@@ -302,6 +302,22 @@ impl NativeSession {
         let out = PyList::empty(py);
         for m in &list {
             out.append(convert::to_py(py, m)?)?;
+        }
+        Ok(out.into_any())
+    }
+
+    /// The stored envelopes (every record, with seq, uuid, timestamp...) from `from_seq`.
+    #[pyo3(signature = (from_seq=0, limit=None))]
+    fn envelopes<'py>(
+        &self,
+        py: Python<'py>,
+        from_seq: u64,
+        limit: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let list = run(py, "envelopes", || self.inner.envelopes(from_seq, limit))?;
+        let out = PyList::empty(py);
+        for e in &list {
+            out.append(convert::to_py(py, e)?)?;
         }
         Ok(out.into_any())
     }

@@ -101,6 +101,11 @@ class Session:
         out: List[Dict[str, Any]] = self._native.messages(True)
         return out
 
+    def envelopes(self, from_seq: int = 0, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """The stored records themselves (message, seq, uuid, parentUuid, timestamp...)."""
+        out: List[Dict[str, Any]] = self._native.envelopes(from_seq, limit)
+        return out
+
     @property
     def turns(self) -> List[Dict[str, Any]]:
         out: List[Dict[str, Any]] = self._native.turns()

@@ -50,6 +50,9 @@ class Session:
     def all_messages(self) -> Awaitable[List[Dict[str, Any]]]:
         return asyncio.to_thread(lambda: self.sync.all_messages)
 
+    async def envelopes(self, from_seq: int = 0, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.envelopes, from_seq, limit)
+
     @property
     def turns(self) -> Awaitable[List[Dict[str, Any]]]:
         return asyncio.to_thread(lambda: self.sync.turns)
