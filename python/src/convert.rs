@@ -10,6 +10,11 @@ use serde_json::Value;
 /// The deepest nesting accepted: the core's own limit for JSON text (model/json.rs).
 const MAX_DEPTH: usize = 128;
 
+/// The largest integer accepted, in digits (Python's default `sys.get_int_max_str_digits()`),
+/// and in bits: any int of at most this many bits has at most that many digits.
+const MAX_INT_DIGITS: usize = 4300;
+const MAX_INT_BITS: u64 = 14_280;
+
 /// Why a Python value cannot be stored, with the path of the offending part.
 pub struct Refused(pub String);
 
@@ -51,6 +56,20 @@ fn write(
         })?;
         write_str(&s, out);
     } else if obj.cast::<PyInt>().is_ok() {
+        // The same bound on every Python version: 3.11+ refuses to write an int of more than
+        // 4300 digits as text (int_max_str_digits), 3.9 and 3.10 would store it.
+        let bits: u64 = obj
+            .call_method0("bit_length")
+            .and_then(|b| b.extract())
+            .map_err(|e| refuse(path, e))?;
+        if bits > MAX_INT_BITS {
+            return Err(refuse(
+                path,
+                format!(
+                    "an integer of {bits} bits is too large (more than {MAX_INT_DIGITS} digits)"
+                ),
+            ));
+        }
         // int.__repr__, not str(): an IntEnum member's str() is its name
         let text = obj
             .py()

@@ -179,7 +179,8 @@ def test_hostile_inputs_are_invalid_input_naming_the_path_and_store_nothing(loca
         ({"role": "user", "content": "x", "o": Weird()}, "message.o", "Weird"),
         ({"role": "user", "content": "x", "d": deep}, "message.d", "nested deeper"),
         (looped, "message.content[0]", "nested deeper"),
-        ({"role": "user", "content": "x", "huge": 10**5000}, "message.huge", "integer"),
+        ({"role": "user", "content": "x", "huge": 10**5000}, "message.huge", "too large (more than 4300 digits)"),
+        ({"role": "user", "content": "x", "huge": -(2**20000)}, "message.huge", "20001 bits"),
         ({"role": "user", "content": "\ud800"}, "message.content", "surrogate"),
         (b"user", "append: message", "bytes"),
         (42, "append", ""),
@@ -193,6 +194,15 @@ def test_hostile_inputs_are_invalid_input_naming_the_path_and_store_nothing(loca
         expect("INVALID_INPUT", lambda: session.append_many(["ok", {"role": "user", "content": math.nan}]), "[1]")
         assert len(session.messages) == 1  # nothing stored by a refused call
         assert session.info["messageCount"] == 1
+
+
+def test_integers_up_to_4000_digits_are_kept_exactly(location: str) -> None:
+    with Store.open(location) as store:
+        session = store.create_session()
+        n = 7**4700  # 3972 digits
+        session.append({"role": "user", "content": "x", "n": n, "m": -n})
+        got = session.messages[0]
+        assert got["n"] == n and got["m"] == -n
 
 
 def test_a_panic_is_a_coded_error_not_a_crash() -> None:
