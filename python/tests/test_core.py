@@ -205,6 +205,50 @@ def test_integers_up_to_4000_digits_are_kept_exactly(location: str) -> None:
         assert got["n"] == n and got["m"] == -n
 
 
+def test_arguments_of_the_wrong_type_are_invalid_input(location: str) -> None:
+    with Store.open(location) as store:
+        expect("INVALID_INPUT", lambda: Store.open(42), "open: path: expected a str or os.PathLike, got int")  # type: ignore[arg-type]
+        expect("INVALID_INPUT", lambda: store.open_session(7), "open_session: id: expected a str, got int")  # type: ignore[arg-type]
+        expect("INVALID_INPUT", lambda: store.search(b"q"), "search: query")  # type: ignore[arg-type]
+        session = store.create_session()
+        expect("INVALID_INPUT", lambda: session.append_many("one"), "append_many: messages: expected a list")  # type: ignore[arg-type]
+        expect("INVALID_INPUT", lambda: session.set_status(None), "set_status: status")  # type: ignore[arg-type]
+        assert session.messages == []
+
+
+def test_sdk_message_objects_are_appended_as_their_wire_dicts(location: str) -> None:
+    # The anthropic SDK's models have to_dict() (wire names, unset fields left out); pydantic
+    # models model_dump(). Both are stored as those dicts.
+    wire = {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Done."}],
+        "model": "claude-sonnet-4-5",
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    }
+
+    class SdkMessage:
+        def to_dict(self) -> Dict[str, Any]:
+            return json.loads(json.dumps(wire))
+
+    class PydanticLike:
+        def model_dump(self, by_alias: bool, exclude_unset: bool) -> Dict[str, Any]:
+            assert by_alias and exclude_unset
+            return {"role": "user", "content": [{"type": "text", "text": "next"}]}
+
+    with Store.open(location) as store:
+        session = store.create_session()
+        session.append("Do it.")
+        assert session.append(SdkMessage())["type"] == "assistant"
+        session.append_many([PydanticLike()])
+        messages = session.messages
+        assert messages[1] == wire
+        assert messages[2] == {"role": "user", "content": [{"type": "text", "text": "next"}]}
+        assert session.token_tracker["outputTokens"] == 2
+
+
 def test_a_panic_is_a_coded_error_not_a_crash() -> None:
     err = expect("INVALID_INPUT", threadline._native._panic_for_test, "internal error", "a deliberate panic")
     assert isinstance(err, Exception)

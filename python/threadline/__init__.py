@@ -32,6 +32,34 @@ def default_store_path() -> str:
     return _native.default_store_path()
 
 
+def _invalid(message: str) -> ThreadlineError:
+    err = ThreadlineError(message)
+    err.code = "INVALID_INPUT"
+    return err
+
+
+def _str(value: Any, what: str) -> str:
+    """A str argument, else INVALID_INPUT naming it (not a bare TypeError: every bad input has
+    a code)."""
+    if not isinstance(value, str):
+        raise _invalid(f"{what}: expected a str, got {type(value).__name__}")
+    return value
+
+
+def _plain(message: Any) -> Any:
+    """An SDK object (the anthropic SDK's `Message`, any pydantic model) as its dict, field
+    names as on the wire; everything else as it is."""
+    if isinstance(message, (dict, str, list)):
+        return message
+    to_dict = getattr(message, "to_dict", None)
+    if callable(to_dict):  # anthropic SDK models: the wire's field names, unset fields left out
+        return to_dict()
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):  # pydantic v2
+        return dump(by_alias=True, exclude_unset=True)
+    return message
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
@@ -81,12 +109,14 @@ class Session:
         """Appends a message (a dict in the Anthropic wire shape, an envelope, or a str: a user
         message) durably; returns the fields the session filled in: type, uuid, parentUuid,
         sessionId, seq, timestamp."""
-        filled: Dict[str, Any] = self._native.append(message)
+        filled: Dict[str, Any] = self._native.append(_plain(message))
         return filled
 
     def append_many(self, messages: Sequence[Message]) -> List[Dict[str, Any]]:
         """Appends several in one transaction: all or none."""
-        filled: List[Dict[str, Any]] = self._native.append_many(messages)
+        if not isinstance(messages, (list, tuple)):
+            raise _invalid(f"append_many: messages: expected a list, got {type(messages).__name__}")
+        filled: List[Dict[str, Any]] = self._native.append_many([_plain(m) for m in messages])
         return filled
 
     @property
@@ -145,7 +175,7 @@ class Session:
         return out
 
     def set_status(self, status: str) -> None:
-        self._native.set_status(status)
+        self._native.set_status(_str(status, "set_status: status"))
 
     def close(self) -> None:
         """Lets go of the session (another process may write it then)."""
@@ -172,10 +202,13 @@ class Store:
         """Opens (or creates) a store. Options: durability ("process" or "power"),
         blob_threshold_bytes, readonly, busy_timeout_ms. No path: ``default_store_path()``."""
         if path_or_url is not None and not isinstance(path_or_url, str):
-            # os.PathLike is a path too
             import os
 
-            path_or_url = os.fspath(path_or_url)
+            if not isinstance(path_or_url, os.PathLike):
+                raise _invalid(
+                    f"open: path: expected a str or os.PathLike, got {type(path_or_url).__name__}"
+                )
+            path_or_url = _str(os.fspath(path_or_url), "open: path")
         return cls(_native.NativeStore.open(path_or_url, _options(options)))
 
     @property
@@ -210,7 +243,7 @@ class Store:
 
     def open_session(self, id: str, *, prompt_key: Optional[str] = None) -> Session:
         """Opens a session to write it: ``SESSION_LOCKED`` while another live process does."""
-        return Session(self._native.open_session(id, prompt_key))
+        return Session(self._native.open_session(_str(id, "open_session: id"), prompt_key))
 
     def list_sessions(
         self,
@@ -226,12 +259,12 @@ class Store:
         return out
 
     def delete_session(self, id: str) -> None:
-        self._native.delete_session(id)
+        self._native.delete_session(_str(id, "delete_session: id"))
 
     def search(self, query: str, **options: Any) -> Dict[str, Any]:
         """Full-text search over every session: ``{"hits": [...], "nextCursor": ...}``. Options:
         project, session_id, exclude_session_id, since, until, roles, fields, limit, cursor."""
-        out: Dict[str, Any] = self._native.search(query, _options(options))
+        out: Dict[str, Any] = self._native.search(_str(query, "search: query"), _options(options))
         return out
 
     def recall_tools(
@@ -252,7 +285,7 @@ class Store:
 
     def import_snapshot(self, snapshot: str) -> Session:
         """A new session from ``Session.snapshot()``'s text (from either engine)."""
-        return Session(self._native.import_snapshot(snapshot))
+        return Session(self._native.import_snapshot(_str(snapshot, "import_snapshot: snapshot")))
 
     def close(self) -> None:
         self._native.close()
