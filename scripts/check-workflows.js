@@ -215,7 +215,14 @@ async function main() {
 
     let results = []
     try {
-      results = lint(text, shown)
+      try {
+        results = lint(text, shown)
+      } catch {
+        // An instance that checked a larger file before can abort on a valid one ("unreachable",
+        // seen with ci.yml then release.yml): try once more on a fresh instance.
+        lint = await createLinter()
+        results = lint(text, shown)
+      }
     } catch (e) {
       // The wasm build aborts on YAML it cannot parse; start a fresh instance for the next file.
       lint = await createLinter()
