@@ -267,7 +267,8 @@ test('the example TUI: the scripted agent\'s session appears in the list and its
   Store.open(file).close()
   const sh = shell('tui')
   try {
-    sh.run(`${[process.execPath, path.join(ROOT, 'examples', 'live-tui', 'tui.mjs'), file].map(quote).join(' ')}; echo "[exit $?]"`)
+    // ink draws only the last frame when CI is set (its is-in-ci check), as under .ci/run.
+    sh.run(`env -u CI ${[process.execPath, path.join(ROOT, 'examples', 'live-tui', 'tui.mjs'), file].map(quote).join(' ')}; echo "[exit $?]"`)
     await sh.until((s) => s.includes('Sessions (0)'), 'the TUI')
     const agent = spawn(process.execPath, [path.join(ROOT, 'examples', 'live-tui', 'agent.js'), file, '--pause', '150'], { stdio: 'ignore' })
     const agentDone = new Promise((resolve) => agent.on('exit', resolve))

@@ -126,7 +126,7 @@ test('packing and installing the published layout', { skip: !supported && `needs
       'bin/threadline.js',
       'cli/commands/doctor.js', 'cli/commands/ls.js', 'cli/commands/maintain.js', 'cli/commands/rm.js', 'cli/commands/search.js',
       'cli/commands/show.js', 'cli/commands/transfer.js', 'cli/commands/usage.js',
-      'cli/ids.js', 'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
+      'cli/follow.js', 'cli/ids.js', 'cli/main.js', 'cli/output.js', 'cli/prices.js', 'cli/store.js',
       ...docs,
       'index.d.mts', 'index.d.ts', 'index.js', 'index.mjs',
       'lib/args.js', 'lib/binding.js', 'lib/claude-code.js', 'lib/convert.js', 'lib/envelope.js', 'lib/errors.js', 'lib/esm-require.mjs',

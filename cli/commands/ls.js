@@ -3,6 +3,7 @@
 
 const { colours, print, printJson, jsonText, table, field, oneLine, when, num, UsageError, EXIT } = require('../output.js')
 const { withStore, idsOf, resolveProject } = require('../store.js')
+const { stopOnInterrupt, isAbort } = require('../follow.js')
 
 /** The first thing a person typed in the session, for sessions without a title. */
 function firstPrompt(store, id) {
@@ -158,20 +159,7 @@ function clock() {
  * until standard output fails; `cancel()` stops it (once the command ends, however it ends).
  */
 function startWatch(store, project) {
-  const stop = new AbortController()
-  let code = EXIT.ok
-  const onInt = () => {
-    code = 130
-    stop.abort()
-  }
-  const onTerm = () => {
-    code = 143
-    stop.abort()
-  }
-  const onOutputError = () => stop.abort()
-  process.on('SIGINT', onInt)
-  process.on('SIGTERM', onTerm)
-  process.stdout.on('error', onOutputError)
+  const stop = stopOnInterrupt()
   const it = store.watch({ ...(project !== undefined ? { project } : {}), signal: stop.signal })
   const first = it.next()
   first.catch(() => {}) // what follow() awaits; stopped before it, an AbortError nobody needs
@@ -180,15 +168,12 @@ function startWatch(store, project) {
       try {
         for (let r = await first; !r.done; r = await it.next()) each(r.value)
       } catch (e) {
-        if (!(e instanceof Error) || e.name !== 'AbortError') throw e
+        if (!isAbort(e)) throw e
       }
-      return code
+      return stop.code()
     },
     cancel() {
-      stop.abort()
-      process.off('SIGINT', onInt)
-      process.off('SIGTERM', onTerm)
-      process.stdout.off('error', onOutputError)
+      stop.release()
     },
   }
 }

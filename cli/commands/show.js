@@ -6,6 +6,7 @@
 
 const { colours, print, printJson, jsonText, field, text, oneLine, when, num, EXIT } = require('../output.js')
 const { withStore, resolveId } = require('../store.js')
+const { stopOnInterrupt, isAbort } = require('../follow.js')
 
 const FOLD = 100
 
@@ -178,33 +179,18 @@ async function show(id, opts) {
  * fails (a reader that went away). A session deleted meanwhile ends it with NOT_FOUND (exit 1).
  */
 async function follow(session, fromSeq, each) {
-  const stop = new AbortController()
-  let code = EXIT.ok
-  const onInt = () => {
-    code = 130
-    stop.abort()
-  }
-  const onTerm = () => {
-    code = 143
-    stop.abort()
-  }
-  const onOutputError = () => stop.abort()
-  process.on('SIGINT', onInt)
-  process.on('SIGTERM', onTerm)
-  process.stdout.on('error', onOutputError)
+  const stop = stopOnInterrupt()
   try {
     for await (const env of session.watch({ fromSeq, signal: stop.signal })) each(env)
   } catch (e) {
-    if (!(e instanceof Error) || e.name !== 'AbortError') {
+    if (!isAbort(e)) {
       if (e && e.code === 'NOT_FOUND') e.message = `session '${session.id}' was deleted while it was followed`
       throw e
     }
   } finally {
-    process.off('SIGINT', onInt)
-    process.off('SIGTERM', onTerm)
-    process.stdout.off('error', onOutputError)
+    stop.release()
   }
-  return code
+  return stop.code()
 }
 
 module.exports = { show }
