@@ -77,11 +77,6 @@ function collect(iterator) {
     got,
     changes,
     done,
-    // Resolves once `n` changes came.
-    async count(n) {
-      while (got.length < n) await new Promise((resolve) => { wake = resolve })
-      return got.slice()
-    },
     // Resolves once a change described as `what` came (at once when `what` is undefined).
     async until(what) {
       while (what !== undefined && !got.includes(what)) await new Promise((resolve) => { wake = resolve })
