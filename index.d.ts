@@ -1165,7 +1165,7 @@ export interface StoreWatchOptions {
   /**
    * A change's `cursor`: the watch resumes right after that change, nothing missed, nothing
    * twice. Pass the same `project` and `sessionId` as the watch it came from. Default: the
-   * changes committed after the watch's first look (at the first `next()`).
+   * changes committed after the watch's first look (at the first `next()` or `ready`).
    */
   since?: string
   /** As in `WatchOptions`: ends the watch, the pending `next()` rejects with an `AbortError`. */
@@ -1185,6 +1185,18 @@ export type StoreChange =
   | { type: 'record'; sessionId: string; record: Envelope; readonly cursor: string }
   | { type: 'status'; sessionId: string; session: SessionInfo; readonly cursor: string }
   | { type: 'deleted'; sessionId: string; readonly cursor: string }
+
+/** What `store.watch` returns: the changes, and when it has started. */
+export interface StoreWatch extends AsyncIterableIterator<StoreChange> {
+  /**
+   * Resolves once the watch has made its first look (reading it starts the watch, as the first
+   * `next()` does): every change committed after that is given. Read a listing after it to
+   * start from, and nothing falls between the two (a change made in between may show in both).
+   * Rejects as that first `next()` would: an `AbortError` if the watch was stopped before it,
+   * `NOT_FOUND`, `CLOSED`.
+   */
+  readonly ready: Promise<void>
+}
 
 /** The part of `AbortSignal` watch uses (so these types need no DOM or Node types). */
 export interface WatchSignal {
@@ -1263,12 +1275,14 @@ export declare class Store {
    * deletion, as any process commits it, once. Without `since`, the changes committed after the
    * watch's first look; with a change's `cursor`, every change after that one. Reads run off the
    * main thread, in both APIs; `break`, `return()` or the signal ends it as `session.watch` ends.
+   * `await watch.ready` starts it and settles after its first look: a listing read after it,
+   * with the changes the watch gives, misses nothing.
    *
    * @throws `INVALID_INPUT` at the call for a bad option (the path says which: a `since` that is
    *   not a cursor, or one of a watch of another project or session), or an in-memory store;
    *   `CLOSED`.
    */
-  watch(options?: StoreWatchOptions): AsyncIterableIterator<StoreChange>
+  watch(options?: StoreWatchOptions): StoreWatch
 
   /**
    * Deletes a session and all its records, and the blobs no other session uses. What it removes

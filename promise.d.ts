@@ -30,6 +30,7 @@ import type {
   WatchOptions,
   StoreWatchOptions,
   StoreChange,
+  StoreWatch,
   EventEnvelope,
   ListSessionsFilter,
   Message,
@@ -90,7 +91,7 @@ export declare class Store {
 
   listSessions(filter?: ListSessionsFilter): Promise<SessionInfo[]>
   /** As in `threadline`: every change to the store's sessions, live (docs/live.md). */
-  watch(options?: StoreWatchOptions): AsyncIterableIterator<StoreChange>
+  watch(options?: StoreWatchOptions): StoreWatch
 
   deleteSession(id: string): Promise<void>
 

@@ -146,6 +146,42 @@ for (const [engine, api] of [['sqlite', 'sync'], ['postgres', 'promise']]) {
     await store.close()
   })
 
+  test(`${engine} (${api}): after \`await watch.ready\` a listing and the watch's changes leave no gap: what another process commits between them is given`, { timeout: 120_000 }, async (t) => {
+    const found = engines(t, 'ready').find(([e]) => e === engine)
+    if (!found) return
+    const [, location, { Store }] = found
+    const store = await Store.open(location)
+    const w = writer(location)
+    await w.run({ op: 'create', id: 'r1', project: 'p' })
+    const stop = new AbortController()
+    const watch = store.watch({ signal: stop.signal })
+    assert.equal(await watch.ready, undefined)
+    // Committed after ready and before the first next(): the watch started, so it is given.
+    await w.run({ op: 'create', id: 'r2', project: 'p' })
+    await w.run({ op: 'append', id: 'r1', n: 2 })
+    const listed = (await store.listSessions()).map((s) => s.id).sort()
+    assert.deepEqual(listed, ['r1', 'r2'])
+    const c = collect(watch)
+    await c.until('record r1 1 r1 1')
+    assert.deepEqual(c.got, ['created r2 p active', 'record r1 0 r1 0', 'record r1 1 r1 1'])
+    // ready is the same promise, settled, once the watch runs
+    assert.equal(await watch.ready, undefined)
+    stop.abort()
+    await Promise.allSettled([c.done])
+
+    // Stopped before its first look: ready rejects with an AbortError; a watch of a store closed
+    // meanwhile rejects as its next() does.
+    const early = new AbortController()
+    early.abort()
+    const stopped = store.watch({ signal: early.signal })
+    await assert.rejects(stopped.ready, { name: 'AbortError' })
+    const ended = store.watch()
+    await ended.return()
+    await assert.rejects(ended.ready, { name: 'AbortError' })
+    await w.close()
+    await store.close()
+  })
+
   test(`${engine} (${api}): a watch resumed with a change's cursor gives every change after it, made while no watch ran too, and none twice`, { timeout: 120_000 }, async (t) => {
     const found = engines(t, 'resume').find(([e]) => e === engine)
     if (!found) return

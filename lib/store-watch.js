@@ -147,6 +147,7 @@ function watchStore(store, options) {
   const onAbort = () => stop.abort()
   signal?.addEventListener('abort', onAbort, { once: true })
   const pg = isPostgres(path)
+  const started = once()
   // Stopped while giving changes: by the signal, an AbortError, as in session.watch.
   const halt = () => {
     if (signal?.aborted) throw abortError(signal)
@@ -220,6 +221,7 @@ function watchStore(store, options) {
       positions = new Positions(start)
       lastWrite = first.lastWrite
       deletions = first.deletions
+      started.resolve()
       // Without `since`, the watch starts at the end the first look found.
       /** @type {{ marks: Mark[], whole: boolean } | null} */
       let todo = resumed ? { marks: first.marks, whole: true } : null
@@ -252,7 +254,12 @@ function watchStore(store, options) {
         }
       }
       if (signal?.aborted) throw abortError(signal)
+    } catch (e) {
+      started.reject(e)
+      throw e
     } finally {
+      // ended before its first look (stopped): `ready` says so
+      started.reject(abortError(signal?.aborted ? signal : stop.signal))
       waker?.close()
       handles.clear()
       signal?.removeEventListener('abort', onAbort)
@@ -344,7 +351,81 @@ function watchStore(store, options) {
     }
   }
 
-  return stoppable(changes(), signal, stop, onAbort)
+  const it = changes()
+  return withReady(stoppable(it, signal, stop, onAbort), it, started, () => abortError(signal?.aborted ? signal : stop.signal))
+}
+
+/**
+ * Settled once: `resolve` and `reject` after the first do nothing.
+ * @returns {{ promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void }}
+ */
+function once() {
+  /** @type {(v?: any) => void} */
+  let res = () => {}
+  /** @type {(e: unknown) => void} */
+  let rej = () => {}
+  const promise = new Promise((resolve, reject) => {
+    res = resolve
+    rej = reject
+  })
+  promise.catch(() => {}) // a watch nobody asked `ready` of: its end is next()'s to report
+  let settled = false
+  return {
+    promise,
+    resolve: () => {
+      if (!settled) res()
+      settled = true
+    },
+    reject: (e) => {
+      if (!settled) rej(e)
+      settled = true
+    },
+  }
+}
+
+/**
+ * `watch.ready`: resolves once the watch has made its first look, the point from which it gives
+ * every change, so what a caller reads after it (a listing) and what the watch gives leave no gap.
+ * Reading it starts the watch (its first `next()`, kept for the caller's); rejects as that
+ * `next()` would (NOT_FOUND, an AbortError).
+ * @template T
+ * @param {AsyncIterableIterator<T>} outer
+ * @param {AsyncGenerator<T>} inner
+ * @param {ReturnType<typeof once>} started
+ * @param {() => Error} ended what `ready` rejects with when the watch ends before its first look
+ */
+function withReady(outer, inner, started, ended) {
+  /** @type {Promise<IteratorResult<T>> | null} */
+  let first = null
+  let asked = false
+  Object.defineProperty(outer, 'ready', {
+    enumerable: true,
+    get() {
+      if (!asked) {
+        asked = true
+        first = inner.next()
+        first.catch(() => {}) // the caller's next() reports it
+      }
+      return started.promise
+    },
+  })
+  const next = outer.next
+  // stoppable() always has one
+  const end = /** @type {NonNullable<typeof outer.return>} */ (outer.return)
+  outer.return = function (value) {
+    started.reject(ended())
+    return end.call(outer, value)
+  }
+  outer.next = function () {
+    asked = true
+    if (first) {
+      const f = first
+      first = null
+      return f
+    }
+    return next.call(outer)
+  }
+  return outer
 }
 
 /**

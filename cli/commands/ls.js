@@ -67,10 +67,9 @@ async function ls(opts) {
 }
 
 async function list(store, opts, filter, changes) {
-  // The watch is asked for its first change before the listing is read: it gives what is
-  // committed after its first look, so a change made meanwhile is not missed (it may show in
-  // the table and again as a line).
-  if (changes) await new Promise((resolve) => setImmediate(resolve))
+  // The listing is read after the watch's first look: the watch gives what is committed after
+  // it, so a change made meanwhile is not missed (it may show in the table and again as a line).
+  if (changes) await changes.ready
   const ids = idsOf(store)
   if (opts.json) {
     const sessions = store.listSessions({ ...filter, limit: opts.limit })
@@ -154,19 +153,21 @@ function clock() {
 }
 
 /**
- * The store's watch of `project`'s sessions (every session's without one), its first change
- * asked for now: `follow(each)` passes each change to `each` until Ctrl-C (130; SIGTERM 143) or
+ * The store's watch of `project`'s sessions (every session's without one), started now: `ready`
+ * settles after its first look; `follow(each)` passes each change to `each` until Ctrl-C (130; SIGTERM 143) or
  * until standard output fails; `cancel()` stops it (once the command ends, however it ends).
  */
 function startWatch(store, project) {
   const stop = stopOnInterrupt()
   const it = store.watch({ ...(project !== undefined ? { project } : {}), signal: stop.signal })
-  const first = it.next()
-  first.catch(() => {}) // what follow() awaits; stopped before it, an AbortError nobody needs
   return {
+    // stopped before the first look (Ctrl-C): follow() then ends with the stop's code at once
+    ready: it.ready.catch((e) => {
+      if (!isAbort(e)) throw e
+    }),
     async follow(each) {
       try {
-        for (let r = await first; !r.done; r = await it.next()) each(r.value)
+        for (let r = await it.next(); !r.done; r = await it.next()) each(r.value)
       } catch (e) {
         if (!isAbort(e)) throw e
       }

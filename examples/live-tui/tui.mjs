@@ -46,15 +46,14 @@ function useSessions() {
     const stop = new AbortController()
     const watch = store.watch({ signal: stop.signal })
     ;(async () => {
-      // The watch starts at its first look: the listing is read once it is under way, and a
-      // session made in between is read whole when its next change names it.
-      const first = watch.next()
-      await new Promise((resolve) => setImmediate(resolve))
+      // The watch gives what is committed after its first look (`ready`): the listing read
+      // after it misses nothing (a session made in between may come again as 'created').
+      await watch.ready
       const known = new Set()
       const listed = store.listSessions({ limit: 200 })
       for (const s of listed) known.add(s.id)
       setSessions(listed)
-      for (let r = await first; !r.done; r = await watch.next()) {
+      for (let r = await watch.next(); !r.done; r = await watch.next()) {
         const change = r.value
         if (change.type === 'record' && !known.has(change.sessionId)) {
           const info = infoOf(change.sessionId, change.record.seq)
