@@ -126,6 +126,40 @@ test('show --follow: the transcript, then what another process appends, formatte
   }
 })
 
+test('show --follow: a subagent made after its tool call was printed is named there once it is made, as show names it', async (t) => {
+  for (const [engine, file] of engines(t, 'agents')) {
+    seed(file, 'boss')
+    const sh = shell(`agents-${engine}`)
+    try {
+      sh.run(threadline('--store', file, 'show', 'boss', '--follow'))
+      await sh.until((s) => s.includes('first answer here'), 'the initial transcript')
+      other(APPEND, file, 'boss', {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'toolu_task', name: 'Task', input: { prompt: 'count the files' } }],
+      })
+      await sh.until((s) => s.includes('▸ Task'), 'the tool call')
+      // made as the importer and the Agent SDK adapter make a subagent: linked to its parent and its call
+      other(`
+        const store = Store.open(args[0])
+        const s = store.createSession({ id: 'boss/agent-a1', project: '/p/app', metadata: { parentSessionId: 'boss', parentToolUseId: 'toolu_task' } })
+        s.append({ role: 'user', content: 'count the files' })
+        s.close()
+        store.close()`, file)
+      const s = await sh.until((x) => x.includes('⤷ subagent'), 'the subagent named')
+      assert.match(s, /▸ Task \{"prompt":"count the files"\}\n {2}⤷ subagent agent-a1 \(threadline show agent-a1\)$/m)
+      other(APPEND, file, 'boss', { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_task', content: '12 files' }] })
+      const after = await sh.until((x) => x.includes('◂ result'), 'the result after it')
+      assert.equal(count(after, '⤷ subagent'), 1, 'named once')
+      // the same as show prints it afterwards
+      const shown = spawnSync(process.execPath, [BIN, '--store', file, 'show', 'boss'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } })
+      assert.match(shown.stdout, /▸ Task \{"prompt":"count the files"\}\n {2}⤷ subagent agent-a1 \(threadline show agent-a1\)$/m)
+      sh.keys('C-c')
+    } finally {
+      sh.close()
+    }
+  }
+})
+
 test('show --follow: a session deleted meanwhile ends it with NOT_FOUND and exit 1', async (t) => {
   for (const [engine, file] of engines(t, 'deleted')) {
     seed(file, 'doomed')

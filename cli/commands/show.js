@@ -5,7 +5,7 @@
 // are shown with --full only.
 
 const { colours, print, printJson, jsonText, field, text, oneLine, when, num, EXIT } = require('../output.js')
-const { withStore, resolveId } = require('../store.js')
+const { withStore, resolveId, idsOf } = require('../store.js')
 const { stopOnInterrupt, isAbort } = require('../follow.js')
 
 const FOLD = 100
@@ -95,13 +95,20 @@ function compactSummary(m, c) {
 /**
  * Renders records one at a time, as `show` prints them: `lines(env)` gives a record's lines and
  * keeps what the next record's lines depend on (the heading it may share with this one), so the
- * records `--follow` gets later read as if they had been printed with the rest.
+ * records `--follow` gets later read as if they had been printed with the rest. `render.learn(ids)`
+ * takes a newer view of the store's sessions (a subagent made while following) and gives the
+ * lines naming the subagents it added whose tool call or record was printed already.
  */
-function transcript(opts, ids, sid, c) {
-  const agents = spawned(ids, sid)
+function transcript(opts, ids_, sid, c) {
+  let ids = ids_
+  let agents = spawned(ids, sid)
   const width = Math.max(40, (process.stdout.columns || 120) - 20)
   let previous = null
-  return (env) => {
+  // what was printed that a subagent learnt of later would be named under
+  const calls = new Set()
+  const uuids = new Set()
+  const named = new Set([...agents.byCall.values(), ...agents.byRecord.values()])
+  const render = (env) => {
     const out = []
     const m = env.message
     if (!m) {
@@ -126,13 +133,38 @@ function transcript(opts, ids, sid, c) {
       for (const b of m.content ?? []) {
         if (b.type === 'text' && b.text.trim() === '' && !opts.full) continue
         out.push(...blockLines(b, c, opts.full, Math.min(width, FOLD)))
-        const agent = b.type === 'tool_use' ? agents.byCall.get(b.id) : undefined
-        if (agent !== undefined) out.push(agentLine(ids, agent, c))
+        if (b.type !== 'tool_use') continue
+        calls.add(b.id)
+        const agent = agents.byCall.get(b.id)
+        if (agent !== undefined) {
+          out.push(agentLine(ids, agent, c))
+          named.add(agent)
+        }
       }
     }
-    if (agents.byRecord.has(env.uuid)) out.push(agentLine(ids, agents.byRecord.get(env.uuid), c))
+    uuids.add(env.uuid)
+    if (agents.byRecord.has(env.uuid)) {
+      out.push(agentLine(ids, agents.byRecord.get(env.uuid), c))
+      named.add(agents.byRecord.get(env.uuid))
+    }
     return out
   }
+  render.learn = (newer) => {
+    ids = newer
+    agents = spawned(ids, sid)
+    const out = []
+    const late = [...[...agents.byCall].filter(([call]) => calls.has(call)), ...[...agents.byRecord].filter(([uuid]) => uuids.has(uuid))]
+    for (const [, k] of late) {
+      if (named.has(k)) continue
+      named.add(k)
+      previous = null
+      out.push(agentLine(ids, k, c))
+    }
+    return out
+  }
+  /** Whether a subagent of the session is not named yet (its tool call may be learnt later). */
+  render.waiting = () => ids.children(sid).some((k) => !named.has(k))
+  return render
 }
 
 async function show(id, opts) {
@@ -163,14 +195,40 @@ async function show(id, opts) {
       for (const env of records) out.push(...render(env))
       print(`${out.join('\n')}\n`)
       if (!opts.follow) return EXIT.ok
-      return await follow(s, fromSeq, (env) => {
-        const lines = render(env)
+      const printLines = (lines) => {
         if (lines.length > 0) print(`${lines.join('\n')}\n`)
-      })
+      }
+      // A subagent is made after the call that spawns it (and may learn that call only with the
+      // call's result): its line is printed when the store says so.
+      const learn = () => printLines(render.learn(idsOf(store)))
+      const agents = watchSubagents(store, info, sid, learn)
+      try {
+        return await follow(s, fromSeq, (env) => {
+          printLines(render(env))
+          if (render.waiting() && env.message?.role === 'user') learn()
+        })
+      } finally {
+        agents.stop()
+      }
     } finally {
       s.close()
     }
   })
+}
+
+/**
+ * Calls `made()` for each session made as a subagent of `sid` while following (a store watch of
+ * the session's project), until `stop()`.
+ */
+function watchSubagents(store, info, sid, made) {
+  const stop = new AbortController()
+  const scope = info.project == null ? {} : { project: info.project }
+  ;(async () => {
+    for await (const change of store.watch({ ...scope, signal: stop.signal })) {
+      if (change.type === 'created' && change.session.metadata?.parentSessionId === sid) made()
+    }
+  })().catch(() => {}) // naming subagents is a courtesy: the transcript goes on without it
+  return { stop: () => stop.abort() }
 }
 
 /**
