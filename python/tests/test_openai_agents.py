@@ -262,6 +262,38 @@ def test_bad_input_is_invalid_input_with_a_path_and_stores_nothing(location: str
         assert run(session.get_items()) == [USER]
 
 
+def test_another_process_continues_the_conversation_while_this_one_is_alive(location: str) -> None:
+    other = (
+        "import asyncio, sys\n"
+        "from threadline import Store\n"
+        "from threadline.openai_agents import ThreadlineSession\n"
+        "with Store.open(sys.argv[1]) as store:\n"
+        "    s = ThreadlineSession('shared', store)\n"
+        "    asyncio.run(s.add_items([{'role': 'user', 'content': 'from the other process'}]))\n"
+    )
+    with Store.open(location) as store:
+        session = ThreadlineSession("shared", store)
+        run(session.add_items(TURN))
+        assert len(run(session.get_items())) == 5
+        # this process is alive, its store open: each call released the session
+        subprocess.run([sys.executable, "-c", other, location], check=True, capture_output=True)
+        items = run(session.get_items())
+        assert dumped(items) == dumped(TURN + [{"role": "user", "content": "from the other process"}])
+        run(session.add_items([USER]))
+        assert len(run(session.get_items())) == 7
+
+
+def test_a_clear_and_restart_by_another_object_is_seen(location: str) -> None:
+    with Store.open(location) as store:
+        one = ThreadlineSession("again", store)
+        two = ThreadlineSession("again", store)
+        run(one.add_items(TURN))
+        assert len(run(one.get_items())) == 5
+        run(two.clear_session())
+        run(two.add_items([USER, ANSWER]))
+        assert dumped(run(one.get_items())) == dumped([USER, ANSWER])
+
+
 def test_works_over_threadline_aio(location: str) -> None:
     async def go() -> List[Any]:
         async with threadline.aio.Store.open(location) as store:
