@@ -335,12 +335,13 @@ def test_runner_run_with_a_tool_items_kept_and_every_request_valid(
         result = await Runner.run(agent, "first question", session=session)
         assert result.final_output == "done"
         first = await session.get_items()
-        result = await Runner.run(agent, "second question", session=session)
-        assert result.final_output == "done"
-        return [first, await session.get_items()]
+        again = await Runner.run(agent, "second question", session=session)
+        assert again.final_output == "done"
+        usage = [r.usage for r in result.raw_responses + again.raw_responses]
+        return [first, await session.get_items(), usage]
 
     with Store.open(location) as store:
-        first, items = run(go(store))
+        first, items, usage = run(go(store))
         kinds = [i.get("type", "message") for i in first]
         assert kinds == ["message", "reasoning", "function_call", "function_call_output", "reasoning", "message"]
         assert first[0]["content"] == "first question"
@@ -352,7 +353,19 @@ def test_runner_run_with_a_tool_items_kept_and_every_request_valid(
         # the last request held the whole conversation, both questions
         last = state["requests"][-1]["input"]
         assert [i["content"] for i in last if i.get("role") == "user"] == ["first question", "second question"]
-        assert len(store.open_session("run").turns) >= 2
+        # an ordinary Threadline session, the usage of each model request on the response it
+        # produced (the SDK passes its run context to a session whose methods take `wrapper`)
+        stored = store.open_session("run")
+        assert len(usage) == 4
+        assert [t["usage"]["output_tokens"] for t in stored.turns] == [
+            usage[0].output_tokens + usage[1].output_tokens,
+            usage[2].output_tokens + usage[3].output_tokens,
+        ]
+        tracker = stored.token_tracker
+        assert tracker["cumulativeOutputTokens"] == sum(u.output_tokens for u in usage)
+        assert tracker["cumulativeInputTokens"] == sum(u.input_tokens for u in usage)
+        assert stored.messages[0]["content"][0]["text"] == "first question"
+        assert store.search("first", session_id="run")["hits"]
 
 
 def child(location: str, session_id: str, url: str, prompt: str, marker: Path, kill_at_marker: bool = False) -> subprocess.CompletedProcess:  # type: ignore[type-arg]

@@ -27,6 +27,7 @@ import json
 import re
 import threading
 import uuid as _uuid
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, TypeVar
 
 try:
@@ -137,18 +138,52 @@ def _is_output(item: Item) -> bool:
     kind = item.get("type")
     if kind in (None, "message"):
         return item.get("role") == "assistant"
-    return isinstance(kind, str) and kind.endswith("_call") or kind == "reasoning"
+    return kind == "reasoning" or (isinstance(kind, str) and kind.endswith("_call"))
 
 
-def _records(items: List[Item]) -> List[Dict[str, Any]]:
-    """The records for some items: each item as given, beside its neutral message."""
+def _responses(items: List[Item]) -> int:
+    """How many model responses some items hold (each a run of output items)."""
+    return sum(
+        1 for i, item in enumerate(items) if _is_output(item) and not (i > 0 and _is_output(items[i - 1]))
+    )
+
+
+def _records(items: List[Item], usage: Optional[List[Any]] = None) -> List[Dict[str, Any]]:
+    """The records for some items: each item as given, beside its neutral message. ``usage``
+    (the SDK's ``RequestUsage`` of each model response among the items, in order) goes on the
+    last message of each response, so Threadline's turns and token counts see it; given only when
+    the counts match."""
     out: List[Dict[str, Any]] = []
+    lasts: Dict[int, Dict[str, Any]] = {}  # response -> its last record with a message
+    response = -1
     for i, item in enumerate(items):
         message = _to_message(item, f"add_items: items[{i}]")
+        record: Dict[str, Any]
         if message is not None:
-            out.append({"message": message, ITEM: item})
+            record = {"message": message, ITEM: item}
         else:
-            out.append({"type": "openai-agents-item", "includeInContext": False, ITEM: item})
+            record = {"type": "openai-agents-item", "includeInContext": False, ITEM: item}
+        out.append(record)
+        if not _is_output(item):
+            continue
+        if i == 0 or not _is_output(items[i - 1]):
+            response += 1
+        if message is not None and message.get("role") == "assistant":
+            lasts[response] = record
+    if usage is not None and len(usage) == response + 1:
+        for n, u in enumerate(usage):
+            if n not in lasts:
+                continue
+            given = int(getattr(u, "input_tokens", 0) or 0)
+            cached = int(getattr(getattr(u, "input_tokens_details", None), "cached_tokens", 0) or 0)
+            # Anthropic's counting, which Threadline's is: input_tokens leaves the cached part out
+            counted = {
+                "input_tokens": max(0, given - cached),
+                "output_tokens": int(getattr(u, "output_tokens", 0) or 0),
+            }
+            if cached > 0:
+                counted["cache_read_input_tokens"] = cached
+            lasts[n]["message"] = dict(lasts[n]["message"], usage=counted)
     return out
 
 
@@ -275,6 +310,8 @@ class ThreadlineSession:
         # one operation at a time per object, on whichever thread runs it
         self._lock = threading.Lock()
         self._read: List[Dict[str, Any]] = []  # the session's records as last read, in seq order
+        # per run (its Usage object): how many of its model requests' usage entries are stored
+        self._usage_stored: Dict[int, Tuple["weakref.ref[Any]", int]] = {}
 
     # ----- running off the event loop -----
 
@@ -334,7 +371,7 @@ class ThreadlineSession:
 
     # ----- the Session protocol -----
 
-    async def get_items(self, limit: Optional[int] = None) -> List[Item]:
+    async def get_items(self, limit: Optional[int] = None, wrapper: Any = None) -> List[Item]:
         """The most recent ``limit`` items (all without it, or the session settings' limit),
         oldest first, as they were added. A run killed mid-way may have left a tool call
         unanswered: it is answered as ``recover()`` answers it (an error output saying it never
@@ -373,16 +410,18 @@ class ThreadlineSession:
         chosen, _ = _without_orphans(chosen)
         return [copy.deepcopy(item) for item, _ in chosen]
 
-    async def add_items(self, items: List[Item]) -> None:
-        """Adds the items in one transaction, each as given; returns after the commit."""
+    async def add_items(self, items: List[Item], wrapper: Any = None) -> None:
+        """Adds the items in one transaction, each as given; returns after the commit.
+        ``wrapper``: the SDK's RunContextWrapper (it passes it to a session whose four methods
+        take it): the usage of the responses among the items goes on their messages."""
         checked = _check_items(items)
         if not checked:
             return
-        # converted (and checked: a value JSON cannot hold names its path) before the thread
-        # runs: the caller may change its lists once this returns
-        records = copy.deepcopy(_records(checked))
+        snapshot = copy.deepcopy(checked)  # the caller may change its lists while this runs
 
         def add(session: Any) -> None:
+            usage = self._usage_for(wrapper, snapshot)
+            records = _records(snapshot, usage[0] if usage else None)
             try:
                 session.append_many(records)
             except ThreadlineError as err:
@@ -397,10 +436,33 @@ class ThreadlineSession:
                 renamed = ThreadlineError(text)
                 renamed.code = err.code
                 raise renamed from None
+            if usage:
+                usage[1]()
 
         await self._run(lambda: self._use(add))
 
-    async def pop_item(self) -> Optional[Item]:
+    def _usage_for(self, wrapper: Any, items: List[Item]) -> Optional[Tuple[List[Any], Callable[[], None]]]:
+        """The usage entries of the responses among ``items``: the run's next ones, when the run
+        has exactly as many not stored yet (else none: a guess could count a response twice)."""
+        usage = getattr(wrapper, "usage", None)
+        entries = getattr(usage, "request_usage_entries", None)
+        if usage is None or not isinstance(entries, list):
+            return None
+        key = id(usage)
+        ref, stored = self._usage_stored.get(key, (None, 0))
+        if ref is None or ref() is not usage:
+            stored = 0
+        count = _responses(items)
+        if count == 0 or len(entries) - stored != count:
+            return None
+
+        def done() -> None:
+            self._usage_stored = {k: v for k, v in self._usage_stored.items() if v[0]() is not None}
+            self._usage_stored[key] = (weakref.ref(usage), stored + count)
+
+        return entries[stored:], done
+
+    async def pop_item(self, wrapper: Any = None) -> Optional[Item]:
         """Removes the latest item and returns it (durable: a rewind of the session). A reasoning
         item right before it goes with it: alone it could never be sent again."""
         return await self._run(lambda: self._use(self._pop))
@@ -423,7 +485,7 @@ class ThreadlineSession:
             session.rewind(back)
         return copy.deepcopy(last[0])
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, wrapper: Any = None) -> None:
         """Deletes every record of the session; the session id stays valid (an empty session)."""
         await self._run(self._clear)
 
