@@ -377,6 +377,54 @@ impl NativeSession {
         py_of(py, &r)
     }
 
+    /// Appends an app event (`type: 'event'`, never sent to a model); the filled fields.
+    #[pyo3(signature = (name, data=None, envelope=None))]
+    fn append_event<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        data: Option<&Bound<'py, PyAny>>,
+        envelope: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let data = match data {
+            Some(d) if !d.is_none() => Some(json_of(d, "append_event: data")?),
+            _ => None,
+        };
+        let envelope = match envelope {
+            Some(e) if !e.is_none() => match json_of(e, "append_event: envelope")? {
+                Value::Object(m) => Some(m),
+                _ => {
+                    return Err(invalid(
+                        py,
+                        "append_event: envelope: expected a dict".into(),
+                    ))
+                }
+            },
+            _ => None,
+        };
+        let env = run(py, "append_event", || {
+            self.inner.append_event(&name, data, envelope)
+        })?;
+        filled(py, &env)
+    }
+
+    /// Continues the session from record `to_uuid` (the abandoned branch stays in the log).
+    fn rewind(&self, py: Python<'_>, to_uuid: String) -> PyResult<()> {
+        run(py, "rewind", || self.inner.rewind(&to_uuid))
+    }
+
+    /// The current branch and those rewinds left: `[{leafUuid, leafSeq, messageCount, current}]`.
+    fn branches<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let b = run(py, "branches", || self.inner.branches())?;
+        py_of(py, &b)
+    }
+
+    /// What `recover()` would do with the default options; writes nothing.
+    fn pending_repairs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let r = run(py, "pending_repairs", || self.inner.pending_repairs())?;
+        py_of(py, &r)
+    }
+
     fn set_status(&self, py: Python<'_>, status: String) -> PyResult<()> {
         let Some(s) = Status::parse(&status) else {
             return Err(invalid(py, format!(
@@ -404,6 +452,25 @@ fn panic_for_test(py: Python<'_>) -> PyResult<()> {
     _panic_for_test(py)
 }
 
+/// Responses API items (a list, or one item) as neutral messages: `{system?, messages,
+/// warnings}`; `what` names the items in errors (`add_items: items[2]`).
+#[pyfunction]
+#[pyo3(signature = (items, what="from_openai_responses: items"))]
+fn from_openai_responses<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let list = match json_of(items, what)? {
+        Value::Array(list) => list,
+        one => vec![one],
+    };
+    let out = run(py, "from_openai_responses", || {
+        threadline::convert::from_openai_responses(&list, None).map_err(|e| e.during(what))
+    })?;
+    py_of(py, &out)
+}
+
 #[pyfunction]
 fn default_store_path() -> String {
     threadline::default_store_path()
@@ -423,6 +490,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeSession>()?;
     m.add_function(wrap_pyfunction!(default_store_path, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(from_openai_responses, m)?)?;
     m.add_function(wrap_pyfunction!(panic_for_test, m)?)?;
     Ok(())
 }
