@@ -399,3 +399,70 @@ def test_claude_code_mirrors_into_the_store_and_resumes_from_it_in_a_new_process
             assert len(s.turns) == 2
     finally:
         server.close()
+
+
+def entry(sid: str, i: Any) -> Dict[str, Any]:
+    return {"type": "user", "uuid": f"{sid}-{i}", "sessionId": sid, "timestamp": "2026-11-27T18:40:06.000Z", "message": {"role": "user", "content": f"m{i}"}}
+
+
+def test_a_session_stays_claimed_between_appends_until_delete_close_or_a_while(location: str) -> None:
+    h = subprocess.Popen([sys.executable, str(HERE / "mirror_holder.py"), location], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def send(cmd: Dict[str, Any]) -> str:
+        assert h.stdin is not None and h.stdout is not None
+        h.stdin.write(json.dumps(cmd) + "\n")
+        h.stdin.flush()
+        return h.stdout.readline().strip()
+
+    def key(sid: str) -> Any:
+        return {"project_key": "p", "session_id": sid}
+
+    async def go() -> None:
+        with Store.open(location) as store:
+            mine = ThreadlineSessionStore(store)
+
+            async def contents(sid: str) -> List[str]:
+                return [e["message"]["content"] for e in (await mine.load(key(sid))) or []]
+
+            async def locked(sid: str, i: Any) -> None:
+                with pytest.raises(ThreadlineError) as info:
+                    await mine.append(key(sid), [entry(sid, i)])
+                assert info.value.code == "SESSION_LOCKED"
+
+            # delete: the holder lets go of what it deletes
+            assert send({"op": "append", "key": key("s1"), "entries": [entry("s1", 0)]}) == "OK"
+            assert send({"op": "append", "key": key("s1"), "entries": [entry("s1", 1)]}) == "OK"
+            await locked("s1", 2)
+            assert await contents("s1") == ["m0", "m1"], "a refused append stores nothing"
+            assert send({"op": "delete", "key": key("s1")}) == "OK"
+            await mine.append(key("s1"), [entry("s1", 3)])
+            assert await contents("s1") == ["m3"]
+
+            # a while after its last append, the holder still running
+            assert send({"op": "append", "key": key("s2"), "entries": [entry("s2", 0)]}) == "OK"
+            await locked("s2", 1)
+            for tries in range(300):
+                try:
+                    await mine.append(key("s2"), [entry("s2", 1)])
+                    break
+                except ThreadlineError as e:
+                    assert e.code == "SESSION_LOCKED"
+                    await asyncio.sleep(0.2)
+            else:
+                raise AssertionError("not released within a minute")
+            assert h.poll() is None, "the holder still runs"
+            assert await contents("s2") == ["m0", "m1"]
+
+            # the store's close
+            assert send({"op": "append", "key": key("s3"), "entries": [entry("s3", 0)]}) == "OK"
+            await locked("s3", 1)
+            assert send({"op": "close"}) == "OK"
+            await mine.append(key("s3"), [entry("s3", 1)])
+            assert await contents("s3") == ["m0", "m1"]
+
+    try:
+        run(go())
+    finally:
+        assert h.stdin is not None
+        h.stdin.close()
+        assert h.wait(timeout=60) == 0
