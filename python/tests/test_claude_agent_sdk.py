@@ -466,3 +466,41 @@ def test_a_session_stays_claimed_between_appends_until_delete_close_or_a_while(l
         assert h.stdin is not None
         h.stdin.close()
         assert h.wait(timeout=60) == 0
+
+
+def test_a_session_mirrored_from_node_is_summarised_in_pythons_shape(location: str) -> None:
+    """The TypeScript SDK folds its summaries with camelCase keys, the Python SDK with snake_case:
+    a summary the Node adapter stored is folded again from the entries, not handed over."""
+    short = lines(FIXTURES / "claude-code" / "short.jsonl")
+    sid = "44444444-4444-4444-8444-444444444444"
+    code = f"""
+      const {{ Store }} = require({json.dumps(str(ROOT))})
+      const {{ ThreadlineSessionStore }} = require({json.dumps(str(ROOT / 'adapters' / 'claude-agent-sdk'))})
+      const store = Store.open(process.argv[1])
+      const entries = {json.dumps(short)}
+      ;(async () => {{
+        const s = new ThreadlineSessionStore(store)
+        for (let i = 0; i < entries.length; i += 5) await s.append({{ projectKey: 'p', sessionId: {json.dumps(sid)} }}, entries.slice(i, i + 5))
+        store.close()
+      }})().catch((e) => {{ console.error(e); process.exit(1) }})"""
+    r = subprocess.run(["node", "-e", code, location], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+    async def go() -> None:
+        with Store.open(location) as store:
+            ours = ThreadlineSessionStore(store)
+            theirs = InMemorySessionStore()
+            key: Any = {"project_key": "p", "session_id": sid}
+            for batch in batches(short, 5):
+                await theirs.append(key, batch)
+            want = await theirs.list_session_summaries("p")
+            got = await ours.list_session_summaries("p")
+            assert [g["data"] for g in got] == [w["data"] for w in want]
+            # a later append from Python folds on from Python's own summary
+            title = {"type": "custom-title", "customTitle": "Renamed", "sessionId": sid}
+            await ours.append(key, [title])
+            await theirs.append(key, [title])
+            got = await ours.list_session_summaries("p")
+            assert [g["data"] for g in got] == [w["data"] for w in await theirs.list_session_summaries("p")]
+
+    run(go())

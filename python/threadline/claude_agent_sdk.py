@@ -89,8 +89,19 @@ def _check_project_key(what: str, project_key: Any) -> str:
     return project_key
 
 
+def _foreign(summary: Any) -> bool:
+    """Whether a stored summary was folded by another language's SDK: the TypeScript SDK's
+    fold writes camelCase keys (``firstPrompt``), this one snake_case (``first_prompt``). Such a
+    summary is not this SDK's to read; it is folded again from the session's entries."""
+    return not isinstance(summary, dict) or any(k != k.lower() for k in summary)
+
+
 def _main_id(k: Mapping[str, str]) -> Tuple[str, str]:
     return (k["projectKey"], k["sessionId"])
+
+
+def _main_key(k: Mapping[str, str]) -> Dict[str, str]:
+    return {"projectKey": k["projectKey"], "sessionId": k["sessionId"]}
 
 
 def _held_id(k: Mapping[str, str]) -> Tuple[str, str, str]:
@@ -171,7 +182,7 @@ class ThreadlineSessionStore:
             out: List[SessionSummaryEntry] = []
             for r in _native.claude_code_sessions(native, p):
                 mtime = int(r["mtime"])
-                if r.get("summary") is not None:
+                if r.get("summary") is not None and not _foreign(r["summary"]):
                     out.append({"session_id": r["sessionId"], "mtime": mtime, "data": r["summary"]})
                     continue
                 key: SessionKey = {"project_key": p, "session_id": r["sessionId"]}
@@ -248,12 +259,17 @@ class ThreadlineSessionStore:
                 sidecar = (session.info.get("metadata") or {}).get("claudeAgentSdk") or {}
             finally:
                 session.close()
-            if sidecar.get("summary") is not None:
-                summary = {
-                    "session_id": k["sessionId"],
-                    "mtime": int(sidecar.get("mtime") or 0),
-                    "data": sidecar["summary"],
-                }
+            mtime = int(sidecar.get("mtime") or 0)
+            if sidecar.get("summary") is not None and not _foreign(sidecar["summary"]):
+                summary = {"session_id": k["sessionId"], "mtime": mtime, "data": sidecar["summary"]}
+            else:
+                # stored by the other language's adapter, or by `threadline import claude-code`
+                # (none): folded from the entries, so the next fold starts from this SDK's own
+                key: SessionKey = {"project_key": k["projectKey"], "session_id": k["sessionId"]}
+                entries = _native.claude_code_load(self._store._native, _main_key(k))
+                if entries:
+                    summary = fold_session_summary(None, key, entries)
+                    summary["mtime"] = mtime
         self._summaries[mid] = summary
         return summary
 
