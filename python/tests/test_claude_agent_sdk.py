@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -334,15 +336,26 @@ class ModelServer:
         out: Dict[str, Any] = json.loads(text[6:])
         return out
 
+    def phase(self, name: str, marker: Path = Path("-")) -> None:
+        assert self.p.stdin is not None and self.p.stdout is not None
+        self.p.stdin.write(f"phase {name} {marker}\n")
+        self.p.stdin.flush()
+        assert self.p.stdout.readline().strip() == "OK"
+
     def close(self) -> None:
         assert self.p.stdin is not None
         self.p.stdin.close()
         self.p.wait(timeout=60)
 
 
-def claude_run(job: Dict[str, Any], url: str, config: Path) -> List[Dict[str, Any]]:
+def claude_env(url: str, config: Path) -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("NODE_TEST_CONTEXT", "NODE_OPTIONS")}
     env.update(CLAUDE_ENV, ANTHROPIC_BASE_URL=url, CLAUDE_CONFIG_DIR=str(config))
+    return env
+
+
+def claude_run(job: Dict[str, Any], url: str, config: Path) -> List[Dict[str, Any]]:
+    env = claude_env(url, config)
     r = subprocess.run(
         [sys.executable, str(HERE / "claude_run.py"), json.dumps(job)],
         env=env, capture_output=True, text=True, timeout=600,
@@ -504,3 +517,68 @@ def test_a_session_mirrored_from_node_is_summarised_in_pythons_shape(location: s
             assert [g["data"] for g in got] == [w["data"] for w in await theirs.list_session_summaries("p")]
 
     run(go())
+
+
+def test_sigkill_while_a_tool_runs_then_resume_from_the_store_alone(location: str, tmp_path: Path) -> None:
+    """A first run ends normally. A second process resumes it (eager flush), Claude Code starts a
+    tool that does not end, and that process with its `claude` child is SIGKILLed. A third
+    process with a config directory of its own (another host) resumes from the store alone:
+    every request valid, the killed call in it and answered."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    marker = tmp_path / "tool-started"
+    project_key = "".join(c if c.isalnum() else "-" for c in str(cwd))
+    server = ModelServer()
+
+    async def load(sid: str) -> Any:
+        with Store.open(location) as store:
+            return await ThreadlineSessionStore(store).load({"project_key": project_key, "session_id": sid})
+
+    try:
+        job: Dict[str, Any] = {"store": location, "cwd": str(cwd), "flush": "eager"}
+        warm = claude_run(dict(job, prompt="Warm up"), server.url, tmp_path / "config-1")
+        r = result_of(warm)
+        assert r is not None and r["subtype"] == "success", warm
+        sid = r["session_id"]
+        after_warmup = run(load(sid))
+
+        server.phase("killed", marker)
+        p = subprocess.Popen(
+            [sys.executable, str(HERE / "claude_run.py"), json.dumps(dict(job, prompt="Start the long task", resume=sid))],
+            env=claude_env(server.url, tmp_path / "config-1"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            for _ in range(6000):  # until the tool has started (bounded: ten minutes)
+                if marker.exists() or p.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert marker.exists(), "the long tool started"
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=60)
+            try:
+                os.kill(int(marker.read_text().strip()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass  # it never started, or has ended
+        assert p.returncode == -signal.SIGKILL
+        shutil.rmtree(tmp_path / "config-1")
+        at_kill = run(load(sid))
+        same(at_kill[: len(after_warmup)], after_warmup)
+        assert len(at_kill) > len(after_warmup), "eager: the prompt and the running call were mirrored"
+
+        server.phase("resumed")
+        before = len(server.state()["modelRequests"])
+        resumed = claude_run(dict(job, prompt="Go on", resume=sid), server.url, tmp_path / "config-2")
+        r = result_of(resumed)
+        assert r is not None and r["subtype"] == "success", resumed
+        state = server.state()
+        assert state["invalid"] == [], "every request the model server received was valid"
+        request = next(r for r in state["modelRequests"][before:] if r["tools"])["messages"]
+        text = json.dumps(request)
+        assert "Warm up" in text and "Start the long task" in text
+        blocks = [b for m in request if isinstance(m["content"], list) for b in m["content"]]
+        call = next(b for b in blocks if b["type"] == "tool_use" and b["input"].get("description") == "a long task")
+        assert any(b["type"] == "tool_result" and b["tool_use_id"] == call["id"] for b in blocks), "the killed call is answered"
+    finally:
+        server.close()
