@@ -582,3 +582,43 @@ def test_sigkill_while_a_tool_runs_then_resume_from_the_store_alone(location: st
         assert any(b["type"] == "tool_result" and b["tool_use_id"] == call["id"] for b in blocks), "the killed call is answered"
     finally:
         server.close()
+
+
+def test_a_session_mirrored_from_python_is_summarised_in_nodes_shape(location: str) -> None:
+    """The other way round: the Node adapter folds a summary the Python adapter stored again
+    from the entries, so the TypeScript SDK gets its own shape."""
+    short = lines(FIXTURES / "claude-code" / "short.jsonl")
+    sid = "55555555-5555-4555-8555-555555555555"
+
+    async def mirror() -> None:
+        with Store.open(location) as store:
+            s = ThreadlineSessionStore(store)
+            for batch in batches(short, 5):
+                await s.append({"project_key": "p", "session_id": sid}, batch)
+
+    run(mirror())
+    code = f"""
+      const {{ Store }} = require({json.dumps(str(ROOT))})
+      const {{ ThreadlineSessionStore }} = require({json.dumps(str(ROOT / 'adapters' / 'claude-agent-sdk'))})
+      const entries = {json.dumps(short)}
+      ;(async () => {{
+        const {{ InMemorySessionStore }} = await import('@anthropic-ai/claude-agent-sdk')
+        const store = Store.open(process.argv[1])
+        const ours = new ThreadlineSessionStore(store)
+        const theirs = new InMemorySessionStore()
+        const key = {{ projectKey: 'p', sessionId: {json.dumps(sid)} }}
+        for (let i = 0; i < entries.length; i += 5) await theirs.append(key, entries.slice(i, i + 5))
+        const data = async (s) => (await s.listSessionSummaries('p')).map((x) => x.data)
+        const first = [await data(ours), await data(theirs)]
+        const title = {{ type: 'custom-title', customTitle: 'Renamed', sessionId: key.sessionId }}
+        await ours.append(key, [title])
+        await theirs.append(key, [title])
+        const second = [await data(ours), await data(theirs)]
+        store.close()
+        process.stdout.write(JSON.stringify({{ first, second }}))
+      }})().catch((e) => {{ console.error(e); process.exit(1) }})"""
+    r = subprocess.run(["node", "-e", code, location], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["first"][0] == out["first"][1]
+    assert out["second"][0] == out["second"][1]
