@@ -27,7 +27,7 @@ function run(t, cmd, args, options) {
 
 test('the Python package: the wheel builds and installs, and its pytest suite passes', { timeout: 40 * 60 * 1000 }, (t) => {
   for (const tool of ['python', 'pip', 'maturin', 'pytest']) {
-    assert.ok(fs.existsSync(path.join(BIN, tool)), `.tools/py/bin/${tool} is missing: python3 -m venv .tools/py && .tools/py/bin/pip install maturin pytest (.ci/run does it)`)
+    assert.ok(fs.existsSync(path.join(BIN, tool)), `.tools/py/bin/${tool} is missing: python3 -m venv .tools/py && .tools/py/bin/pip install maturin pytest claude-agent-sdk mypy (.ci/run does it)`)
   }
   if (!process.env.THREADLINE_TEST_POSTGRES) {
     assert.ok(!process.env.THREADLINE_REQUIRE_POSTGRES, 'THREADLINE_REQUIRE_POSTGRES is set, but THREADLINE_TEST_POSTGRES is not')

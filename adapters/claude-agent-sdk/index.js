@@ -89,6 +89,14 @@ function checkEntries(entries) {
   return entries
 }
 
+/**
+ * Whether a stored summary was folded by another language's SDK: the Python SDK's fold writes
+ * snake_case keys (`first_prompt`), this one camelCase (`firstPrompt`). Such a summary is not this
+ * SDK's to read; it is folded again from the session's entries.
+ * @param {unknown} summary
+ */
+const foreign = (summary) => summary === null || typeof summary !== 'object' || Object.keys(summary).some((k) => k.includes('_'))
+
 /** @param {SessionKey} key */
 const summaryKey = (key) => `${key.projectKey}\u0000${key.sessionId}`
 /** @param {SessionKey} key */
@@ -223,9 +231,19 @@ class ThreadlineSessionStore {
     const id = summaryKey(key)
     if (this.#summaries.has(id)) return this.#summaries.get(id)
     const sidecar = await this.#sidecar(key.sessionId)
-    const summary = sidecar && sidecar.summary
-      ? { sessionId: key.sessionId, mtime: sidecar.mtime ?? 0, data: sidecar.summary }
-      : undefined
+    /** @type {Summary | undefined} */
+    let summary
+    if (sidecar && sidecar.summary && !foreign(sidecar.summary)) {
+      summary = { sessionId: key.sessionId, mtime: sidecar.mtime ?? 0, data: sidecar.summary }
+    } else if (sidecar && sidecar.summary) {
+      // stored by the Python adapter: folded from the entries, so the next fold starts from ours
+      const main = { projectKey: key.projectKey, sessionId: key.sessionId }
+      const entries = await this.#core('load', main)
+      if (entries) {
+        const { foldSessionSummary } = await theSdk()
+        summary = foldSessionSummary(undefined, main, entries, { mtime: sidecar.mtime ?? 0 })
+      }
+    }
     this.#summaries.set(id, summary)
     return summary
   }
@@ -285,7 +303,7 @@ class ThreadlineSessionStore {
     /** @type {Summary[]} */
     const out = []
     for (const r of rows) {
-      if (r.summary) {
+      if (r.summary && !foreign(r.summary)) {
         out.push({ sessionId: r.sessionId, mtime: r.mtime, data: r.summary })
         continue
       }

@@ -5,6 +5,7 @@
 #![deny(clippy::all)]
 
 mod convert;
+mod interop;
 
 use std::sync::Arc;
 
@@ -492,5 +493,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(from_openai_responses, m)?)?;
     m.add_function(wrap_pyfunction!(panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::claude_code_append, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::claude_code_load, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::claude_code_release, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::claude_code_sessions, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::claude_code_subkeys, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::claude_code_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::import_sessions, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::export_session, m)?)?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 """threadline.openai_agents.ThreadlineSession: the OpenAI Agents SDK's Session protocol, driven
 directly and by the real SDK (Runner.run) against the loopback model server
-(__test__/helpers/model-server, started by model_server.js), on both engines; a run killed with
+(__test__/helpers/model-server, started by model_server_openai.js), on both engines; a run killed with
 SIGKILL is resumed by a new process."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def expect_invalid(fn: Any, *parts: str) -> ThreadlineError:
 class ModelServer:
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            ["node", str(HERE / "model_server.js")],
+            ["node", str(HERE / "model_server_openai.js")],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -8,6 +8,7 @@ returned records keep the wire shape's own (camelCase) keys, as in JavaScript.
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Callable
 
 from . import _native
 from ._native import ThreadlineError
@@ -25,6 +26,9 @@ __all__ = [
 ERROR_CODES: List[str] = list(_native.error_codes())
 
 Message = Union[Mapping[str, Any], str]
+
+# The formats ``Store.import_`` reads (the same as JavaScript's ``store.import``).
+_IMPORT_FORMATS = ("claude-code", "codex", "pi", "fspec")
 
 
 def default_store_path() -> str:
@@ -177,6 +181,15 @@ class Session:
     def set_status(self, status: str) -> None:
         self._native.set_status(_str(status, "set_status: status"))
 
+    def export(self, format: str, *, events: Optional[bool] = None) -> str:
+        """The session written out: ``"claude-code"`` (JSONL as Claude Code writes it),
+        ``"markdown"``, ``"html"`` (one self-contained page) or ``"snapshot"`` (as
+        ``snapshot()``). ``events``: markdown also lists events (progress, hooks, ...)."""
+        if events is not None and not isinstance(events, bool):
+            raise _invalid(f"export: events: expected a bool, got {type(events).__name__}")
+        o = _options(dict(events=events))
+        return _native.export_session(self._native, _str(format, "export: format"), o)
+
     def close(self) -> None:
         """Lets go of the session (another process may write it then)."""
         self._native.close()
@@ -286,6 +299,51 @@ class Store:
     def import_snapshot(self, snapshot: str) -> Session:
         """A new session from ``Session.snapshot()``'s text (from either engine)."""
         return Session(self._native.import_snapshot(_str(snapshot, "import_snapshot: snapshot")))
+
+    def import_(
+        self,
+        source: Mapping[str, Any],
+        *,
+        project: Optional[str] = None,
+        include_deleted: Optional[bool] = None,
+        on_progress: Optional[Callable[[Dict[str, Any]], object]] = None,
+    ) -> Dict[str, Any]:
+        """Brings in the sessions another agent wrote: ``source`` is ``{"format": "claude-code" |
+        "codex" | "pi" | "fspec", "path": file or folder}``. Records keep their own ids, so
+        importing again adds only what is new. ``on_progress`` gets ``{files, totalFiles,
+        records, bytes, totalBytes}`` after each file. The report: ``{sessions, newSessions,
+        records, newRecords, skipped}``."""
+        import os
+
+        if not isinstance(source, Mapping):
+            raise _invalid(
+                f"import: source: expected a dict {{format, path}}, got {type(source).__name__}"
+            )
+        for k in source:
+            if k not in ("format", "path"):
+                raise _invalid(f"import: source.{k}: unknown field (expected format, path)")
+        fmt = source.get("format")
+        if fmt not in _IMPORT_FORMATS:
+            raise _invalid(
+                f"import: source.format: expected one of {', '.join(repr(f) for f in _IMPORT_FORMATS)}, got {fmt!r}"
+            )
+        path = source.get("path")
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
+        if not isinstance(path, str) or path == "":
+            raise _invalid(f"import: source.path: expected a file or folder path, got {path!r}")
+        if project is not None and not isinstance(project, str):
+            raise _invalid(f"import: project: expected a str, got {type(project).__name__}")
+        if include_deleted is not None and not isinstance(include_deleted, bool):
+            raise _invalid(
+                f"import: include_deleted: expected a bool, got {type(include_deleted).__name__}"
+            )
+        if on_progress is not None and not callable(on_progress):
+            raise _invalid(f"import: on_progress: expected a callable, got {type(on_progress).__name__}")
+        o = _options(dict(project=project, include_deleted=include_deleted))
+        return _native.import_sessions(
+            self._native, str(fmt), os.path.abspath(path), o, on_progress
+        )
 
     def close(self) -> None:
         self._native.close()

@@ -83,6 +83,9 @@ class Session:
     async def set_status(self, status: str) -> None:
         await asyncio.to_thread(self.sync.set_status, status)
 
+    async def export(self, format: str, *, events: Optional[bool] = None) -> str:
+        return await asyncio.to_thread(lambda: self.sync.export(format, events=events))
+
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)
 
@@ -151,6 +154,10 @@ class Store:
 
     async def import_snapshot(self, snapshot: str) -> Session:
         return Session(await asyncio.to_thread(self.sync.import_snapshot, snapshot))
+
+    async def import_(self, source: Mapping[str, Any], **options: Any) -> Dict[str, Any]:
+        """``Store.import_`` on a worker thread; ``on_progress`` is called from that thread."""
+        return await asyncio.to_thread(lambda: self.sync.import_(source, **options))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)
