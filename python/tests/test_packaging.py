@@ -46,7 +46,15 @@ def test_the_wheel_installs_and_works_in_a_fresh_venv_without_rust(tmp_path: Pat
     [wheel] = list(out.glob("*.whl"))
     assert "-cp39-abi3-" in wheel.name  # one wheel for every CPython >= 3.9
     names = zipfile.ZipFile(wheel).namelist()
-    for name in ["threadline/__init__.py", "threadline/aio.py", "threadline/py.typed", "threadline/_native.pyi"]:
+    for name in [
+        "threadline/__init__.py",
+        "threadline/aio.py",
+        "threadline/checkpoint.py",
+        "threadline/claude_agent_sdk.py",
+        "threadline/openai_agents.py",
+        "threadline/py.typed",
+        "threadline/_native.pyi",
+    ]:
         assert name in names, names
 
     venv = tmp_path / "venv"
