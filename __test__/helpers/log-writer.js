@@ -3,7 +3,7 @@
 // argv: storePath sessionId ackFile mode [count] [prefix]
 //   mode 'create' | 'open' (then) action:
 //     kill:N      append N prompts back to back, then SIGKILL itself (the last batch in its log)
-//     loop        append until killed or stopped, `prefix i` each
+//     loop        append until killed or stopped, `prefix i` each; prints `ready` after the first
 //     take        retry appending one `prefix` prompt until SESSION_LOCKED stops, then exit
 //     stop:N      append N prompts, stop itself (SIGSTOP) right after the last one returned, and
 //                 once continued append until killed
@@ -30,8 +30,12 @@ if (action.startsWith('kill:')) {
   for (let i = 0; i < n; i++) append(`${prefix} ${i}`)
   process.kill(process.pid, 'SIGKILL')
 } else if (action === 'loop') {
+  // `ready` once an append is acknowledged: a kill after it leaves the session an owner's
+  // acknowledged records (before it, on a loaded machine, the first append's claim could still
+  // be running, and the kill leave none)
+  append(`${prefix} 0`)
   process.stdout.write('ready\n')
-  for (let i = 0; ; i++) append(`${prefix} ${i}`)
+  for (let i = 1; ; i++) append(`${prefix} ${i}`)
 } else if (action.startsWith('stop:')) {
   const n = Number(action.slice(5))
   for (let i = 0; i < n; i++) append(`${prefix} ${i}`)
