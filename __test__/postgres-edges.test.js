@@ -214,8 +214,10 @@ test('URLs the parser refuses say what is wrong without the password', () => {
     [`postgres://me:${pw}/x@127.0.0.1:5432/db`, 'INVALID_INPUT', /%2F/],
     [`postgres://me:${pw}@127.0.0.1:99999/db`, 'INVALID_INPUT', /port.*99999.*1 to 65535/],
     [`postgres://me:${pw}@[::1/db`, 'INVALID_INPUT', /host.*\]/],
-    [`postgres://me:${pw}@h1:5432,h2:5432/db?target_session_attrs=read-write`, 'INVALID_INPUT', /several hosts.*not supported yet/],
-    [`postgres://me@127.0.0.1/db?host=h1,h2&password=${pw}`, 'INVALID_INPUT', /several hosts.*not supported yet/],
+    [`postgres://me:${pw}@127.0.0.1:5432/db?target_session_attrs=standby`, 'INVALID_INPUT', /target_session_attrs: 'standby' is not one of any, read-write, primary, read-only/],
+    [`postgres://me:${pw}@h1:5432,h2:5432,h3/db?port=1,2`, 'INVALID_INPUT', /port: 2 ports for 3 hosts/],
+    // several hosts, none there: each named, the password in none
+    [`postgres://me:${pw}@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=read-write`, 'STORE_IO', /none of the 2 hosts took the connection \(target_session_attrs=read-write\): 127\.0\.0\.1 port 1: .*; 127\.0\.0\.1 port 2: /],
     [`postgres://me@127.0.0.1/db?password=${pw}&sslmode=sometimes`, 'INVALID_INPUT', /sslmode/],
     [`postgres://me@127.0.0.1/db?password=${pw}&passfile=/x`, 'INVALID_INPUT', /passfile.*not supported/],
     [`postgres://me:${pw}%zz@127.0.0.1/db`, 'INVALID_INPUT', /password: a '%' must be followed by two hex digits/],

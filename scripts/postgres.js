@@ -7,6 +7,9 @@
 //                                                   (pass or fail); exits with CMD's status
 //   node scripts/postgres.js start                  start one; prints its URL (state in a file
 //                                                   named by THREADLINE_TEST_POSTGRES_STATE)
+//   node scripts/postgres.js start --read-only      one whose database defaults to read-only
+//                                                   transactions (as a standby's sessions are):
+//                                                   what target_session_attrs=read-write skips
 //   node scripts/postgres.js stop | restart         the server of that state file
 //
 // The server speaks TLS (and plain connections): a CA and a certificate for localhost and
@@ -99,7 +102,7 @@ function makeCertificates(dir, owner) {
   return { ca: path.join(tls, 'ca.crt'), cert: path.join(tls, 'server.crt'), key: path.join(tls, 'server.key') }
 }
 
-async function start() {
+async function start({ readOnly = false } = {}) {
   const bin = binDir()
   ensureUser()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'threadline-pg-'))
@@ -118,6 +121,10 @@ async function start() {
   asServerUser(path.join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'threadline_test', '-v', 'ON_ERROR_STOP=1', '-q', '-c',
     `CREATE ROLE ${SCRAM_ROLE} LOGIN PASSWORD 'scram-secret'; GRANT CREATE ON DATABASE threadline_test TO ${SCRAM_ROLE};
      CREATE ROLE ${CERT_ROLE} LOGIN; GRANT CREATE ON DATABASE threadline_test TO ${CERT_ROLE}`])
+  if (readOnly) {
+    asServerUser(path.join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-q', '-c',
+      'ALTER DATABASE threadline_test SET default_transaction_read_only = on'])
+  }
   const file = path.join(dir, 'state.json')
   fs.writeFileSync(file, JSON.stringify(state))
   return { ...state, file }
@@ -188,7 +195,7 @@ async function main() {
     if (!cmd) throw new Error('usage: node scripts/postgres.js run -- CMD [ARGS...]')
     process.exitCode = await run(cmd, args)
   } else if (command === 'start') {
-    const s = await start()
+    const s = await start({ readOnly: rest.includes('--read-only') })
     console.log(`THREADLINE_TEST_POSTGRES=${s.url}`)
     console.log(`THREADLINE_TEST_POSTGRES_STATE=${s.file}`)
     console.log(`THREADLINE_TEST_POSTGRES_CA=${s.tls.ca}`)

@@ -46,7 +46,13 @@ pub(crate) struct Pg {
     pub schema: String,
     /// a new connection like the first, for when the server dropped this one
     reconnect: Reconnect,
+    /// `busyTimeoutMs`: how long a lost connection is tried again (a failover's new primary
+    /// takes a moment to be promoted)
+    busy: std::time::Duration,
 }
+
+/// The pause between tries of a lost connection's hosts.
+const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A statement held back, with its parameters.
 struct Held {
@@ -57,8 +63,15 @@ struct Held {
 pub(crate) use crate::storage::postgres::client::Reconnect;
 
 impl Pg {
-    pub fn new(client: PgClient, schema: String, store: i64, reconnect: Reconnect) -> Pg {
+    pub fn new(
+        client: PgClient,
+        schema: String,
+        store: i64,
+        reconnect: Reconnect,
+        busy: std::time::Duration,
+    ) -> Pg {
         Pg {
+            busy,
             store,
             noted: RefCell::new(Vec::new()),
             reconnect,
@@ -87,6 +100,10 @@ impl Pg {
     /// A connection the server closed (a restart, a network failure) is made anew before the
     /// next statement, unless a transaction had reached the server on it: that one is lost, and
     /// the caller's operation fails with STORE_IO (a retry with the same uuid is stored once).
+    /// The new connection goes to whichever of the URL's hosts now is what it asks for (after a
+    /// failover, the new primary), tried again for up to `busyTimeoutMs` while none is. What
+    /// this process knew of its sessions' tails is forgotten: the next write of each asks the
+    /// server, which may be another one now.
     fn live(&self) -> Result<()> {
         if !self.client.borrow().is_closed() {
             return Ok(());
@@ -96,7 +113,19 @@ impl Pg {
                 "the connection to the PostgreSQL server was lost during the transaction".into(),
             ));
         }
-        let fresh = (self.reconnect)()?;
+        let until = std::time::Instant::now() + self.busy;
+        let fresh = loop {
+            match (self.reconnect)() {
+                Ok(c) => break c,
+                Err(Error::StoreIo(_) | Error::StoreBusy(_))
+                    if std::time::Instant::now() + RETRY_PAUSE < until =>
+                {
+                    std::thread::sleep(RETRY_PAUSE)
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        tails::forget_store(self.store);
         *self.client.borrow_mut() = fresh;
         self.statements.borrow_mut().clear();
         Ok(())
@@ -191,6 +220,12 @@ impl Pg {
     ) -> Result<(Vec<postgres::Row>, u64)> {
         let held = self.held.take();
         let fresh = !self.begun.get();
+        if fresh {
+            // A session the server ended while this connection was idle is found before a
+            // transaction is sent on it (its COMMIT would otherwise fail with an outcome that
+            // looks unknown, and never be sent again).
+            self.client.borrow_mut().check();
+        }
         let attempt = || -> Result<(Vec<postgres::Row>, u64)> {
             self.live()?;
             let mut statements = Vec::with_capacity(held.len());

@@ -74,6 +74,9 @@ pub(crate) struct PgClient {
     client: tokio_postgres::Client,
     /// how long a call waits for the server's answer
     wait: Duration,
+    /// whether the server ended the session (a FATAL error: an administrator's or a shutdown's
+    /// termination, a crash), which the client may not have seen close yet
+    ended: bool,
 }
 
 impl PgClient {
@@ -121,6 +124,7 @@ impl PgClient {
             connection: Box::pin(messages(connection)),
             client,
             wait: deadline,
+            ended: false,
         })
     }
 
@@ -135,13 +139,14 @@ impl PgClient {
 
     pub fn prepare(&mut self, sql: &str) -> Result<Statement, PgError> {
         let f = self.client.prepare(sql);
-        drive(
+        let r = drive(
             &self.runtime,
             &mut self.connection,
             self.wait,
             &|| shown(sql),
             f,
-        )
+        );
+        note_end(&mut self.ended, r)
     }
 
     pub fn execute<T: ?Sized + ToStatement>(
@@ -150,13 +155,14 @@ impl PgClient {
         p: Params<'_>,
     ) -> Result<u64, PgError> {
         let f = self.client.execute(q, p);
-        drive(
+        let r = drive(
             &self.runtime,
             &mut self.connection,
             self.wait,
             &a_statement,
             f,
-        )
+        );
+        note_end(&mut self.ended, r)
     }
 
     pub fn query<T: ?Sized + ToStatement>(
@@ -165,13 +171,14 @@ impl PgClient {
         p: Params<'_>,
     ) -> Result<Vec<Row>, PgError> {
         let f = self.client.query(q, p);
-        drive(
+        let r = drive(
             &self.runtime,
             &mut self.connection,
             self.wait,
             &a_statement,
             f,
-        )
+        );
+        note_end(&mut self.ended, r)
     }
 
     pub fn query_one<T: ?Sized + ToStatement>(
@@ -180,24 +187,26 @@ impl PgClient {
         p: Params<'_>,
     ) -> Result<Row, PgError> {
         let f = self.client.query_one(q, p);
-        drive(
+        let r = drive(
             &self.runtime,
             &mut self.connection,
             self.wait,
             &a_statement,
             f,
-        )
+        );
+        note_end(&mut self.ended, r)
     }
 
     pub fn batch_execute(&mut self, sql: &str) -> Result<(), PgError> {
         let f = self.client.batch_execute(sql);
-        drive(
+        let r = drive(
             &self.runtime,
             &mut self.connection,
             self.wait,
             &|| shown(sql),
             f,
-        )
+        );
+        note_end(&mut self.ended, r)
     }
 
     /// Sends every statement of `first` and then `last`, in order, before reading any answer:
@@ -230,13 +239,14 @@ impl PgClient {
             }
             answer
         };
-        drive(
+        let r = drive(
             &self.runtime,
             &mut self.connection,
             self.wait,
             &|| shown(what),
             sent,
-        )
+        );
+        note_end(&mut self.ended, r)
     }
 
     /// Waits for the connection's next notifications (`LISTEN`), on this thread, until one comes
@@ -275,9 +285,44 @@ impl PgClient {
         }))
     }
 
-    /// Whether the connection is gone (the server closed it, or it failed).
+    /// Reads what the server sent while nobody was waiting (without waiting for more): a
+    /// session it ended while the connection was idle (an administrator's termination, a
+    /// shutdown, a failover) is then known closed before anything is sent on it.
+    pub fn check(&mut self) {
+        if self.is_closed() {
+            return;
+        }
+        let connection = &mut self.connection;
+        let ended = &mut self.ended;
+        self.runtime.block_on(async {
+            // Twice, a turn of the runtime's I/O driver between: what arrived since the last
+            // call is seen by the second poll.
+            for turn in 0..2 {
+                let pending = future::poll_fn(|cx| loop {
+                    match connection.as_mut().poll_next(cx) {
+                        Poll::Ready(Some(Ok(_))) => continue,
+                        Poll::Ready(Some(Err(_))) | Poll::Ready(None) => {
+                            *ended = true;
+                            return Poll::Ready(false);
+                        }
+                        Poll::Pending => return Poll::Ready(true),
+                    }
+                })
+                .await;
+                if !pending {
+                    return;
+                }
+                if turn == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+    }
+
+    /// Whether the connection is gone (the server closed it or ended the session, or it
+    /// failed).
     pub fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        self.ended || self.client.is_closed()
     }
 
     /// Ends the session with the server (a Terminate message) and waits for the connection to
@@ -288,6 +333,7 @@ impl PgClient {
             mut connection,
             client,
             wait,
+            ..
         } = self;
         drop(client);
         let closed = runtime.block_on(async {
@@ -352,7 +398,7 @@ impl Cancel {
 }
 
 /// Where `config` connects, for messages (never its user or password).
-fn server(config: &Config) -> String {
+pub(crate) fn server(config: &Config) -> String {
     let port = config.get_ports().first().copied().unwrap_or(5432);
     match (config.get_hostaddrs().first(), config.get_hosts().first()) {
         (Some(addr), _) => format!("{addr} port {port}"),
@@ -370,6 +416,22 @@ fn shown(sql: &str) -> String {
         Some((cut, _)) => format!("`{} ...`", &words[..cut]),
         None => format!("`{words}`"),
     }
+}
+
+/// Notes in `ended` a call's error that ends the session: the server's FATAL or PANIC (its
+/// termination by an administrator, a shutdown or a crash: the server closes the connection
+/// after it, whether or not the client has read that yet).
+fn note_end<T>(ended: &mut bool, r: Result<T, PgError>) -> Result<T, PgError> {
+    if let Err(PgError::Pg(e)) = &r {
+        use tokio_postgres::error::Severity;
+        let fatal = e.as_db_error().is_some_and(|d| {
+            matches!(d.parsed_severity(), Some(Severity::Fatal | Severity::Panic))
+        });
+        if fatal || e.is_closed() {
+            *ended = true;
+        }
+    }
+    r
 }
 
 fn a_statement() -> String {

@@ -63,6 +63,12 @@ pub(crate) fn forget(store: i64, num: i64) {
     with(|m| m.remove(&(store, num)));
 }
 
+/// Forgets every session of store `store`: its connection was made anew, perhaps to another
+/// server (a failover's new primary), whose sessions may not end where this process left them.
+pub(crate) fn forget_store(store: i64) {
+    with(|m| m.retain(|(s, _), _| *s != store));
+}
+
 /// Whether session `num` ends before seq `next` as this process last wrote it.
 pub(crate) fn is(store: i64, num: i64, next: u64) -> bool {
     with(|m| m.get(&(store, num)).is_some_and(|k| k.next == next))

@@ -3,24 +3,47 @@
 //! several stores can share one database.
 //!
 //! Read here, by libpq's grammar, rather than by a general URL parser (which refuses what libpq
-//! takes: a multi-host list, an unencoded ':' in a password) or by tokio-postgres (which takes
-//! what Threadline cannot honour yet and cannot say which parameters were given). Errors name
+//! takes: a multi-host list, an unencoded ':' in a password) or by tokio-postgres (which cannot
+//! say which parameters were given, nor read `target_session_attrs=primary`). Errors name
 //! the part at fault and never echo the user name and password part, a `password` parameter, or
 //! text that could be a misplaced piece of a password.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
 
-use tokio_postgres::config::{
-    ChannelBinding, LoadBalanceHosts, SslNegotiation, TargetSessionAttrs,
-};
+use tokio_postgres::config::{ChannelBinding, LoadBalanceHosts, SslNegotiation};
 
 use super::tls::{Tls, TlsParams};
 use crate::error::{Error, Result};
 
+/// What a host must be for a connection to stay with it (libpq's `target_session_attrs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Attrs {
+    Any,
+    /// `SHOW transaction_read_only` is off (a standby, or a server or role whose
+    /// transactions default to read-only, is passed over)
+    ReadWrite,
+    ReadOnly,
+    /// not in recovery (`pg_is_in_recovery()`): not a standby
+    Primary,
+}
+
+/// One host of the URL's list, with its address and port as the lists pair them.
+#[derive(Clone)]
+pub(crate) struct Target {
+    host: Option<Host>,
+    hostaddr: Option<IpAddr>,
+    port: Option<u16>,
+}
+
 #[derive(Clone)]
 pub(crate) struct PgUrl {
+    /// every setting, the whole host list included (what the URL says)
     pub config: tokio_postgres::Config,
+    /// every setting but the hosts: each host's connection is this with one host
+    base: tokio_postgres::Config,
+    targets: Vec<Target>,
+    pub attrs: Attrs,
     pub schema: String,
     pub tls: Tls,
     /// `connect_timeout` when the URL gives one above zero: it bounds the whole connection
@@ -203,11 +226,8 @@ fn not_one_of(key: &str, value: &str, what: &str) -> String {
     format!("{key}: '{value}' is not one of {what}")
 }
 
-fn several_hosts(n: usize) -> String {
-    format!("{n} hosts: several hosts are not supported yet (a later version adds failover); give one host")
-}
-
 /// Where the server is: a host name or IP address, or the directory of its Unix socket.
+#[derive(Clone)]
 enum Host {
     Tcp(String),
     #[cfg_attr(not(unix), allow(dead_code))]
@@ -246,14 +266,19 @@ fn port(s: &str) -> std::result::Result<u16, String> {
     }
 }
 
-/// The URL's host list: one `host[:port]` or `[ipv6][:port]` (several are refused by name).
-fn hostspec(spec: &str) -> std::result::Result<(Option<Host>, Option<u16>), String> {
+/// The URL's host list: `host[:port]` or `[ipv6][:port]`, several separated by ',' (libpq's
+/// multi-host form). Empty: no host given.
+fn hostspec(spec: &str) -> std::result::Result<Vec<HostPort>, String> {
     if spec.is_empty() {
-        return Ok((None, None));
+        return Ok(Vec::new());
     }
-    if spec.contains(',') {
-        return Err(several_hosts(spec.split(',').count()));
-    }
+    spec.split(',').map(one_host).collect()
+}
+
+/// A host of the list (none: only a port given) and its port (none: the default).
+type HostPort = (Option<Host>, Option<u16>);
+
+fn one_host(spec: &str) -> std::result::Result<HostPort, String> {
     let (name, port_text) = if let Some(inner) = spec.strip_prefix('[') {
         let Some((addr, after)) = inner.split_once(']') else {
             return Err("host: '[' opens an IPv6 address without its closing ']'".into());
@@ -292,6 +317,21 @@ fn hostspec(spec: &str) -> std::result::Result<(Option<Host>, Option<u16>), Stri
     Ok((host, port))
 }
 
+/// A comma-separated list of a parameter (`host`, `hostaddr`, `port`), each item read by `one`;
+/// an empty item is None (libpq's default for that host).
+fn list<T>(
+    value: &str,
+    one: impl Fn(String) -> std::result::Result<T, String>,
+) -> std::result::Result<Vec<Option<T>>, String> {
+    value
+        .split(',')
+        .map(|v| match v.trim() {
+            "" => Ok(None),
+            v => one(v.to_string()).map(Some),
+        })
+        .collect()
+}
+
 impl PgUrl {
     pub fn parse(text: &str) -> Result<PgUrl> {
         Self::read(text).map_err(|why| Error::InvalidInput(format!("path: {why}")))
@@ -301,8 +341,10 @@ impl PgUrl {
         let n = scheme_len(text).ok_or("not a postgres:// or postgresql:// URL")?;
         let parts = split(&text[n..])?;
         let mut config = tokio_postgres::Config::new();
-        let (mut host, mut port) = hostspec(parts.hostspec)?;
-        let mut hostaddr = None;
+        let (mut hosts, mut ports): (Vec<_>, Vec<_>) =
+            hostspec(parts.hostspec)?.into_iter().unzip();
+        let mut hostaddrs: Vec<Option<IpAddr>> = Vec::new();
+        let mut attrs = Attrs::Any;
         if let Some(userinfo) = parts.userinfo {
             let (user, password) = match userinfo.split_once(':') {
                 Some((u, p)) => (u, Some(p)),
@@ -352,23 +394,14 @@ impl PgUrl {
                 "dbname" => {
                     config.dbname(value);
                 }
-                "host" if value.contains(',') => {
-                    return Err(several_hosts(value.split(',').count()))
-                }
-                "host" => host = Some(self::host(value)?),
-                "hostaddr" if value.contains(',') => {
-                    return Err(several_hosts(value.split(',').count()))
-                }
+                "host" => hosts = list(&value, self::host)?,
                 "hostaddr" => {
-                    let addr = value
-                        .parse::<IpAddr>()
-                        .map_err(|_| "hostaddr: not an IP address".to_string())?;
-                    hostaddr = Some(addr);
+                    hostaddrs = list(&value, |v| {
+                        v.parse::<IpAddr>()
+                            .map_err(|_| "hostaddr: not an IP address".to_string())
+                    })?
                 }
-                "port" if value.contains(',') => {
-                    return Err(several_hosts(value.split(',').count()))
-                }
-                "port" => port = Some(self::port(&value)?),
+                "port" => ports = list(&value, |v| self::port(&v))?,
                 "application_name" => {
                     config.application_name(value);
                 }
@@ -416,13 +449,16 @@ impl PgUrl {
                         .map_err(|_| format!("{key}: expected a whole number"))?;
                     config.keepalives_retries(n);
                 }
+                // Checked by Threadline on each host it connects to (`postgres::connect`), so
+                // that `primary` is read too, and the message says what a host was.
                 "target_session_attrs" => {
-                    config.target_session_attrs(match value.as_str() {
-                        "any" => TargetSessionAttrs::Any,
-                        "read-write" => TargetSessionAttrs::ReadWrite,
-                        "read-only" => TargetSessionAttrs::ReadOnly,
-                        _ => return Err(enumerated("any, read-write, read-only")),
-                    });
+                    attrs = match value.as_str() {
+                        "any" => Attrs::Any,
+                        "read-write" => Attrs::ReadWrite,
+                        "primary" => Attrs::Primary,
+                        "read-only" => Attrs::ReadOnly,
+                        _ => return Err(enumerated("any, read-write, primary, read-only")),
+                    };
                 }
                 "channel_binding" => {
                     config.channel_binding(match value.as_str() {
@@ -439,7 +475,6 @@ impl PgUrl {
                         _ => return Err(enumerated("postgres, direct")),
                     });
                 }
-                // One host: nothing to balance, but libpq URLs may carry it.
                 "load_balance_hosts" => {
                     config.load_balance_hosts(match value.as_str() {
                         "disable" => LoadBalanceHosts::Disable,
@@ -465,35 +500,57 @@ impl PgUrl {
         if let (None, Some(name)) = (config.get_application_name(), fallback_name) {
             config.application_name(name);
         }
-        match host {
-            Some(Host::Tcp(h)) => {
-                config.host(&h);
-            }
-            #[cfg(unix)]
-            Some(Host::Socket(dir)) => {
-                config.host_path(dir);
-            }
-            #[cfg(not(unix))]
-            Some(Host::Socket(_)) => {}
-            None if hostaddr.is_some() => {}
-            None => {
-                return Err(
-                    "no host: give one (postgres://HOST/db, or ?host=/directory/of/the/socket)"
-                        .into(),
-                )
-            }
+        // libpq pairs the lists: N hosts (or N addresses), N addresses or none, N ports, one
+        // or none.
+        let n = hosts.len().max(hostaddrs.len());
+        if !hosts.is_empty() && !hostaddrs.is_empty() && hosts.len() != hostaddrs.len() {
+            return Err(format!(
+                "hostaddr: {} addresses for {} hosts (give one address per host, or none)",
+                hostaddrs.len(),
+                hosts.len()
+            ));
         }
-        if let Some(addr) = hostaddr {
-            config.hostaddr(addr);
+        if ports.len() > 1 && ports.len() != n {
+            return Err(format!(
+                "port: {} ports for {n} hosts (give one port per host, or one for all)",
+                ports.len()
+            ));
         }
-        if let Some(p) = port {
-            config.port(p);
+        let targets: Vec<Target> = (0..n)
+            .map(|i| Target {
+                host: hosts.get(i).cloned().flatten(),
+                hostaddr: hostaddrs.get(i).copied().flatten(),
+                port: if ports.len() == 1 {
+                    ports[0]
+                } else {
+                    ports.get(i).copied().flatten()
+                },
+            })
+            .collect();
+        if targets.is_empty()
+            || targets
+                .iter()
+                .any(|t| t.host.is_none() && t.hostaddr.is_none())
+        {
+            return Err(
+                "no host: give one (postgres://HOST/db, or ?host=/directory/of/the/socket)".into(),
+            );
+        }
+        let base = config.clone();
+        let any_port = targets.iter().any(|t| t.port.is_some());
+        for t in &targets {
+            t.apply(&mut config, any_port);
         }
         let schema = schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
         check_schema(&schema).map_err(|why| format!("schema '{schema}': {why}"))?;
         let tls = super::tls::configure(&tls, &mut config)?;
+        let mut base = base;
+        base.ssl_mode(config.get_ssl_mode());
         Ok(PgUrl {
             config,
+            base,
+            targets,
+            attrs,
             schema,
             tls,
             connect_timeout,
@@ -587,9 +644,68 @@ impl PgUrl {
         shown
     }
 
+    /// Each host's connection settings, in the URL's order (libpq tries them in turn;
+    /// `load_balance_hosts=random` shuffles them, as tokio-postgres does).
+    pub fn host_configs(&self) -> Vec<tokio_postgres::Config> {
+        let mut out: Vec<_> = self
+            .targets
+            .iter()
+            .map(|t| {
+                let mut c = self.base.clone();
+                t.apply(&mut c, false);
+                c
+            })
+            .collect();
+        if self.config.get_load_balance_hosts() == LoadBalanceHosts::Random {
+            // Fisher-Yates, seeded by the standard library's random hasher keys.
+            use std::hash::{BuildHasher, Hasher};
+            let mut seed = std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish();
+            for i in (1..out.len()).rev() {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                out.swap(i, (seed % (i as u64 + 1)) as usize);
+            }
+        }
+        out
+    }
+
     /// The schema, quoted for SQL.
     pub fn quoted_schema(&self) -> String {
         quote(&self.schema)
+    }
+}
+
+impl Target {
+    /// Adds this host to `config`'s list; with `paired`, a port for it even when the URL gives
+    /// none (5432), so that ports and hosts pair up when some hosts have one.
+    fn apply(&self, config: &mut tokio_postgres::Config, paired: bool) {
+        match &self.host {
+            Some(Host::Tcp(h)) => {
+                config.host(h);
+            }
+            #[cfg(unix)]
+            Some(Host::Socket(dir)) => {
+                config.host_path(dir);
+            }
+            #[cfg(not(unix))]
+            Some(Host::Socket(_)) => {}
+            None => {}
+        }
+        if let Some(a) = self.hostaddr {
+            config.hostaddr(a);
+        }
+        match self.port {
+            Some(p) => {
+                config.port(p);
+            }
+            None if paired => {
+                config.port(5432);
+            }
+            None => {}
+        }
     }
 }
 
@@ -741,6 +857,77 @@ mod tests {
         assert_eq!(u.config.get_keepalives_retries(), Some(2));
     }
 
+    #[test]
+    fn a_multi_host_url_is_read_as_libpq_reads_it() {
+        let hosts = |u: &PgUrl| -> Vec<(Vec<PgHost>, Vec<IpAddr>, Vec<u16>)> {
+            u.host_configs()
+                .iter()
+                .map(|c| {
+                    (
+                        c.get_hosts().to_vec(),
+                        c.get_hostaddrs().to_vec(),
+                        c.get_ports().to_vec(),
+                    )
+                })
+                .collect()
+        };
+        let tcp = |h: &str| vec![PgHost::Tcp(h.into())];
+        // each host with its port, or the default; in the URL's order
+        let u = PgUrl::parse(
+            "postgres://u@h1:5432,[::1]:5433,h3/db?target_session_attrs=read-write&connect_timeout=3",
+        )
+        .unwrap();
+        assert_eq!(
+            hosts(&u),
+            [
+                (tcp("h1"), vec![], vec![5432]),
+                (tcp("::1"), vec![], vec![5433]),
+                (tcp("h3"), vec![], vec![]),
+            ]
+        );
+        assert_eq!(u.attrs, Attrs::ReadWrite);
+        assert_eq!(u.connect_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(u.config.get_user(), Some("u"));
+        assert_eq!(u.config.get_ports(), [5432, 5433, 5432]);
+        // parameters: a list of hosts, one port for all or one each, an address for each
+        let u = PgUrl::parse("postgres:///db?host=a,b&port=6000").unwrap();
+        assert_eq!(
+            hosts(&u),
+            [
+                (tcp("a"), vec![], vec![6000]),
+                (tcp("b"), vec![], vec![6000])
+            ]
+        );
+        let u = PgUrl::parse(
+            "postgres:///db?host=a,b&hostaddr=10.0.0.1,10.0.0.2&port=1,2&target_session_attrs=primary",
+        )
+        .unwrap();
+        let ip = |s: &str| vec![s.parse::<IpAddr>().unwrap()];
+        assert_eq!(
+            hosts(&u),
+            [
+                (tcp("a"), ip("10.0.0.1"), vec![1]),
+                (tcp("b"), ip("10.0.0.2"), vec![2])
+            ]
+        );
+        assert_eq!(u.attrs, Attrs::Primary);
+        for (v, a) in [
+            ("any", Attrs::Any),
+            ("read-write", Attrs::ReadWrite),
+            ("primary", Attrs::Primary),
+            ("read-only", Attrs::ReadOnly),
+        ] {
+            let u = PgUrl::parse(&format!("postgres://h/db?target_session_attrs={v}")).unwrap();
+            assert_eq!(u.attrs, a, "{v}");
+        }
+        assert_eq!(PgUrl::parse("postgres://h/db").unwrap().attrs, Attrs::Any);
+        // the password of a multi-host URL is hidden as any other
+        assert_eq!(
+            PgUrl::redacted("postgres://me:pw@h1:5432,h2:5433/db"),
+            "postgres://me:***@h1:5432,h2:5433/db"
+        );
+    }
+
     /// The message `text` is refused with (INVALID_INPUT), checked to hold no secret.
     fn refused(text: &str, secret: &str) -> String {
         let e = PgUrl::parse(text)
@@ -788,18 +975,21 @@ mod tests {
             ),
             (format!("postgres://me:{pw}@[::1]x/db"), "after ']'"),
             (
-                format!("postgres://me:{pw}@h1:5432,h2:5432/db?target_session_attrs=read-write"),
-                "2 hosts: several hosts are not supported yet",
+                format!("postgres://me:{pw}@h1:5432,h2:99999/db"),
+                "port 99999: expected",
             ),
-            (format!("postgres://me:{pw}@h1,h2,h3/db"), "3 hosts"),
-            (format!("postgres://h/db?host=a,b&password={pw}"), "2 hosts"),
+            (format!("postgres://me:{pw}@h1,,h3/db"), "no host"),
             (
-                format!("postgres://h/db?hostaddr=10.0.0.1,10.0.0.2&password={pw}"),
-                "2 hosts",
+                format!("postgres://h/db?host=a,b&hostaddr=10.0.0.1&password={pw}"),
+                "hostaddr: 1 addresses for 2 hosts",
             ),
             (
-                format!("postgres://h/db?port=5432,5433&password={pw}"),
-                "2 hosts",
+                format!("postgres://me:{pw}@h1,h2,h3/db?port=5432,5433"),
+                "port: 2 ports for 3 hosts",
+            ),
+            (
+                format!("postgres://h/db?hostaddr=10.0.0.1,db.example&password={pw}"),
+                "hostaddr: not an IP address",
             ),
             (
                 format!("postgres://me:{pw}%zz@h/db"),
@@ -830,8 +1020,12 @@ mod tests {
                 "sslmode: expected one of",
             ),
             (
-                format!("postgres://h/db?password={pw}&target_session_attrs=primary"),
-                "'primary' is not one of any, read-write, read-only",
+                format!("postgres://h/db?password={pw}&target_session_attrs=standby"),
+                "target_session_attrs: 'standby' is not one of any, read-write, primary, read-only",
+            ),
+            (
+                format!("postgres://h/db?password={pw}&target_session_attrs=prefer-standby"),
+                "target_session_attrs: 'prefer-standby' is not one of",
             ),
             (
                 format!("postgres://h/db?password={pw}&connect_timeout=soon"),
