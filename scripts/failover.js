@@ -19,12 +19,11 @@
 // keepers run as the system user threadline-pg (initdb refuses root), as scripts/postgres.js does.
 
 const fs = require('node:fs')
-const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn, spawnSync } = require('node:child_process')
 
-const USER = 'threadline-pg'
+const { USER, ensureUser, freePort } = require('./postgres.js')
 const isRoot = process.getuid?.() === 0
 // initdb makes the user who runs it the superuser
 const SUPERUSER = isRoot ? USER : os.userInfo().username
@@ -39,25 +38,6 @@ function binDir() {
     throw new Error(`pg_autoctl not found. Install it: apt-get install postgresql-${path.basename(path.dirname(found))}-auto-failover`)
   }
   return found
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.unref()
-    srv.on('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address()
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
-function ensureUser() {
-  if (!isRoot) return
-  if (spawnSync('id', ['-u', USER]).status === 0) return
-  const r = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', USER], { encoding: 'utf8' })
-  if (r.status !== 0) throw new Error(`useradd ${USER} failed: ${r.stderr}`)
 }
 
 async function start() {

@@ -208,7 +208,8 @@ async function main() {
   }
 }
 
-module.exports = { start, stop, restart }
+// USER, ensureUser and freePort: for scripts/failover.js, whose servers run as the same user
+module.exports = { start, stop, restart, USER, ensureUser, freePort }
 
 if (require.main === module) {
   main().catch((e) => {

@@ -5,6 +5,8 @@ schema of its own, as the core suite does (crates/threadline/tests/common/mod.rs
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import uuid
 from pathlib import Path
 from typing import List
@@ -34,3 +36,26 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def sqlite_path(tmp_path: Path) -> str:
     return str(tmp_path / "t.db")
+
+
+def sigkill_after(args: List[str], word: str, count: int) -> int:
+    """Runs `args` (a writer printing `<word> <n>` after each acknowledged write), SIGKILLs it once
+    it printed `<word> <count>` or more, and gives the last n it printed, counting the lines it
+    wrote before the kill landed (each an acknowledgement a new process must find)."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        last = -1
+        while last < count:
+            text = p.stdout.readline()
+            assert text.startswith(f"{word} "), text
+            last = int(text.split()[1])
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    assert p.stdout is not None
+    for text in p.stdout.read().splitlines():
+        if text.startswith(f"{word} "):
+            last = int(text.split()[1])
+    return last

@@ -16,6 +16,8 @@ import pytest
 from threadline import Store, ThreadlineError
 from threadline.checkpoint import SnapshotCheckpoints
 
+from conftest import sigkill_after
+
 HERE = Path(__file__).parent
 
 
@@ -85,22 +87,7 @@ def test_a_refused_state_or_key_is_invalid_input_and_keeps_the_checkpoint(locati
 
 
 def test_sigkill_after_saves_returned_loses_none_and_clear_is_durable(location: str) -> None:
-    p = subprocess.Popen([sys.executable, str(HERE / "checkpoint_writer.py"), location], stdout=subprocess.PIPE, text=True)
-    try:
-        assert p.stdout is not None
-        saved = -1
-        while saved < 30:
-            text = p.stdout.readline()
-            assert text.startswith("SAVED "), text
-            saved = int(text.split()[1])
-    finally:
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=60)
-    assert p.returncode == -signal.SIGKILL
-    assert p.stdout is not None
-    for text in p.stdout.read().splitlines():  # acknowledged before the kill landed
-        if text.startswith("SAVED "):
-            saved = int(text.split()[1])
+    saved = sigkill_after([sys.executable, str(HERE / "checkpoint_writer.py"), location], "SAVED", 30)
     # a new process reads it, saves, clears, and is SIGKILLed right after the clear returned
     code = """
 import json, os, signal, sys

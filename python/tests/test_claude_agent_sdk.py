@@ -22,6 +22,8 @@ from claude_agent_sdk import InMemorySessionStore
 from threadline import Store, ThreadlineError
 from threadline.claude_agent_sdk import ThreadlineSessionStore
 
+from conftest import sigkill_after
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -242,24 +244,7 @@ def test_the_aio_store_serves_too_and_node_reads_the_same_entries(location: str)
 
 
 def test_sigkill_after_acknowledged_appends_loses_nothing(location: str) -> None:
-    p = subprocess.Popen(
-        [sys.executable, str(HERE / "mirror_writer.py"), location, "k1"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert p.stdout is not None
-        acked = -1
-        while acked < 24:
-            text = p.stdout.readline()
-            assert text.startswith("ACK "), text
-            acked = int(text.split()[1])
-    finally:
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=60)
-    assert p.returncode == -signal.SIGKILL
-    assert p.stdout is not None
-    for text in p.stdout.read().splitlines():  # acknowledged before the kill landed
-        if text.startswith("ACK "):
-            acked = int(text.split()[1])
+    acked = sigkill_after([sys.executable, str(HERE / "mirror_writer.py"), location, "k1"], "ACK", 24)
     # a new process: every acknowledged entry, in order; and it may append (takes the session over)
     code = """
 import asyncio, json, sys
