@@ -151,6 +151,14 @@ fn session(store: &Store, id: &str) -> threadline::Session {
         .unwrap()
 }
 
+/// Session `id`'s messages as a store opened on `url` alone reads them.
+fn messages_at(url: &str, id: &str) -> Vec<serde_json::Value> {
+    let store = Store::open(Some(url), options(5000)).unwrap();
+    let messages = store.open_session(id, None).unwrap().messages().unwrap();
+    store.close().unwrap();
+    messages
+}
+
 #[test]
 fn a_url_naming_a_dead_port_first_opens_on_the_live_server_and_works() {
     let Some((user, live, db)) = server() else {
@@ -166,13 +174,9 @@ fn a_url_naming_a_dead_port_first_opens_on_the_live_server_and_works() {
         .unwrap();
     store.close().unwrap();
     // What was written is on the live server, read through its own URL.
-    let alone = Store::open(
-        Some(&format!("postgres://{user}{live}{db}?schema={s}")),
-        options(5000),
-    )
-    .unwrap();
+    let url = format!("postgres://{user}{live}{db}?schema={s}");
     assert_eq!(
-        alone.open_session("a", None).unwrap().messages().unwrap(),
+        messages_at(&url, "a"),
         [said("user", "hello"), said("assistant", "hi")]
     );
 }
@@ -210,16 +214,8 @@ fn read_write_passes_over_a_read_only_server_and_primary_does_not() {
         .append(json!("on the live one"), None)
         .unwrap();
     store.close().unwrap();
-    let alone = Store::open(
-        Some(&format!("postgres://{user}{live}{db}?schema={s}")),
-        options(5000),
-    )
-    .unwrap();
-    assert_eq!(
-        alone.open_session("a", None).unwrap().messages().unwrap(),
-        [said("user", "on the live one")]
-    );
-    alone.close().unwrap();
+    let url = format!("postgres://{user}{live}{db}?schema={s}");
+    assert_eq!(messages_at(&url, "a"), [said("user", "on the live one")]);
     // `any` and `primary` keep the first host that answers (read-only by default, but not a
     // standby): there the store's schema cannot be made, and the open says why.
     for attrs in ["any", "primary"] {
