@@ -224,17 +224,12 @@ fn commit_when_old() {
     loop {
         batch::wait_for_batch();
         let mut looked = Instant::now();
-        let mut nap = IDLE;
         loop {
-            std::thread::sleep(nap);
+            std::thread::sleep(IDLE);
             let idle = batch::idle_for() >= IDLE;
             if !idle && looked.elapsed() < MAX_AGE {
-                // Appends keep coming, and batch: looked at again when the batch is due (a
-                // thread woken every IDLE would take CPU from the appending one).
-                nap = MAX_AGE.saturating_sub(looked.elapsed());
                 continue;
             }
-            nap = IDLE;
             looked = Instant::now();
             let age = if idle { Duration::ZERO } else { MAX_AGE };
             let mut open = false;
