@@ -13,13 +13,12 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
-use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
 use crate::error::Result;
 use crate::model::options::{Durability, StoreOptions};
-use crate::storage::batch::{self, Batch, IDLE, MAX_AGE};
+use crate::storage::batch::{self, Batch, MAX_AGE};
 use crate::storage::checkpoint::Checkpointer;
 use crate::storage::db::Db;
 
@@ -217,26 +216,18 @@ fn batching_files() -> Vec<Arc<OpenFile>> {
     files.iter().filter_map(Weak::upgrade).collect()
 }
 
-/// The flusher thread: once a batch opened, commits every batch once no append joined it for
-/// `IDLE`, or once it is `MAX_AGE` old, until none is left open. While appends keep coming it
-/// looks at the connections only every `MAX_AGE` (a look takes each one's lock).
+/// The flusher thread: once a batch opened, commits every batch `MAX_AGE` old, until none is
+/// left open.
 fn commit_when_old() {
     loop {
         batch::wait_for_batch();
-        let mut looked = Instant::now();
         loop {
-            std::thread::sleep(IDLE);
-            let idle = batch::idle_for() >= IDLE;
-            if !idle && looked.elapsed() < MAX_AGE {
-                continue;
-            }
-            looked = Instant::now();
-            let age = if idle { Duration::ZERO } else { MAX_AGE };
+            std::thread::sleep(MAX_AGE);
             let mut open = false;
             for f in batching_files() {
                 let conn = f.conn.lock().unwrap_or_else(|e| e.into_inner());
                 // A failed commit is owed, and replayed by the next write.
-                let _ = conn.commit_batch_if_older(age);
+                let _ = conn.commit_batch_if_older(MAX_AGE);
                 open |= conn.batch_open();
             }
             if !open {
