@@ -356,31 +356,20 @@ function watchStore(store, options) {
 }
 
 /**
- * Settled once: `resolve` and `reject` after the first do nothing.
+ * A promise with its `resolve` and `reject` (a promise settles once: later calls do nothing).
  * @returns {{ promise: Promise<void>, resolve: () => void, reject: (e: unknown) => void }}
  */
 function once() {
-  /** @type {(v?: any) => void} */
-  let res = () => {}
+  /** @type {() => void} */
+  let resolve = () => {}
   /** @type {(e: unknown) => void} */
-  let rej = () => {}
-  const promise = new Promise((resolve, reject) => {
-    res = resolve
-    rej = reject
+  let reject = () => {}
+  const promise = new Promise((res, rej) => {
+    resolve = () => res(undefined)
+    reject = rej
   })
   promise.catch(() => {}) // a watch nobody asked `ready` of: its end is next()'s to report
-  let settled = false
-  return {
-    promise,
-    resolve: () => {
-      if (!settled) res()
-      settled = true
-    },
-    reject: (e) => {
-      if (!settled) rej(e)
-      settled = true
-    },
-  }
+  return { promise, resolve, reject }
 }
 
 /**
