@@ -667,18 +667,17 @@ pub(crate) fn json_chars(v: &Value) -> u64 {
 
 /// Characters of `s` as a JSON string: its quotes, its characters, and what serde_json's
 /// escapes add (`\"`, `\\` and `\n`-style escapes one each, `\u00XX` five). Eight bytes at a
-/// time while they are plain ASCII (most of a context's text): this ran over every message's
-/// text two or three times per `buildContext`, a byte at a time, and was an eighth of it.
+/// time while they are ASCII (most of a context's text): this ran over every message's text two
+/// or three times per `buildContext`, a byte at a time, and was an eighth of it.
 fn string_chars(s: &str) -> u64 {
     let mut chunks = s.as_bytes().chunks_exact(8);
     let mut n: u64 = 2;
     for chunk in &mut chunks {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        n += if plain_ascii(u64::from_le_bytes(word)) {
-            8
-        } else {
-            chunk.iter().map(|&b| byte_chars(b)).sum()
+        n += match ascii_chars(u64::from_le_bytes(word)) {
+            Some(c) => c,
+            None => chunk.iter().map(|&b| byte_chars(b)).sum(),
         };
     }
     n + chunks
@@ -699,17 +698,32 @@ fn byte_chars(b: u8) -> u64 {
     }
 }
 
-/// Whether eight bytes are each ASCII, not a control character, not `"` and not `\\`: each is
-/// one character of the JSON text. (A byte is below `n` (n <= 0x80) when `b - n` borrows into
-/// its high bit while `b`'s own high bit is clear; equality is "below 1" of the XOR.)
-fn plain_ascii(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    w & HIGH == 0
-        && below(w, 0x20) == 0
-        && below(w ^ (ONES * u64::from(b'"')), 1) == 0
-        && below(w ^ (ONES * u64::from(b'\\')), 1) == 0
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `w` that equals `b` (exact: no carry crosses a byte).
+fn bytes_equal(w: u64, b: u8) -> u64 {
+    let x = w ^ (ONES * u64::from(b));
+    !(((x & !HIGH) + !HIGH) | x) & HIGH
+}
+
+/// What eight bytes add to the JSON text when all are ASCII (`byte_chars` of each, summed); None
+/// otherwise.
+fn ascii_chars(w: u64) -> Option<u64> {
+    if w & HIGH != 0 {
+        return None;
+    }
+    // ASCII bytes below 0x20 are those that adding 0x60 leaves below 0x80
+    let control = !(w + ONES * 0x60) & HIGH;
+    let escaped = bytes_equal(w, b'"') | bytes_equal(w, b'\\');
+    let short = [b'\n', b'\t', b'\r', 0x08, 0x0c]
+        .iter()
+        .fold(0, |m, &b| m | bytes_equal(w, b));
+    Some(
+        8 + u64::from(escaped.count_ones())
+            + u64::from(control.count_ones())
+            + 4 * u64::from((control & !short).count_ones()),
+    )
 }
 
 /// A `fmt::Write` that counts the characters written.
@@ -1202,12 +1216,16 @@ mod tests {
             let written = serde_json::to_string(&v).unwrap();
             assert_eq!(json_chars(&v), written.chars().count() as u64, "{text}");
         }
-        // every byte value at every offset of an eight-byte word, in long strings
+        // each kind of byte (plain, escaped, control, multi-byte) at each offset of an eight-byte word
         let pieces = [
             "plain text ",
             "\"",
             "\\",
             "\n",
+            "\t",
+            "\r",
+            "\u{8}",
+            "\u{c}",
             "\u{1}",
             "\u{7f}",
             "é",
