@@ -1081,3 +1081,22 @@ describe('OpenAI targets: the same context, converted, always valid', () => {
     assert.ok(codes.includes('thinking_dropped') && codes.includes('reasoning_dropped'), JSON.stringify(codes))
   })
 })
+
+test('text outside ASCII (accents, CJK, emoji beyond the BMP, escapes beside them) comes back exactly, on both APIs', async (t) => {
+  const dir = tmpDir(t)
+  const store = Store.open(path.join(dir, 'unicode.db'))
+  const s = store.createSession()
+  const texts = ['café naïve', '日本語のテキスト', 'party 🎉🧵 time', 'tab\tquote" backslash\\ 🎉\n日本', '\u2028 line sep \u2029', 'plain']
+  for (const [i, text] of texts.entries()) {
+    s.append({ role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text }] })
+  }
+  const sent = (c) => c.messages.map((m) => m.content.map((b) => b.text))
+  const expected = texts.map((t) => [t])
+  assert.deepEqual(sent(build(s, { target: ANTHROPIC })), expected)
+  const { Store: PStore } = require(path.join(__dirname, '..', 'promise.js'))
+  const ps = await PStore.open(path.join(dir, 'unicode.db'))
+  const again = await ps.openSession(s.id)
+  assert.deepEqual(sent(await again.buildContext({ target: ANTHROPIC })), expected)
+  await ps.close()
+  store.close()
+})

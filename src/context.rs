@@ -5,6 +5,7 @@ use threadline::{CompactOptions, ContextOptions};
 
 use crate::error::{parse_json, to_js, to_json, OrThrow, Result};
 use crate::session::NativeSession;
+use crate::text::{to_ascii_json, Latin1};
 
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -28,11 +29,11 @@ fn from<T: serde::de::DeserializeOwned>(json: &str, what: &str) -> Result<T> {
 
 #[napi]
 impl NativeSession {
-    #[napi(catch_unwind)]
-    pub fn build_context(&self, options_json: String) -> Result<String> {
+    #[napi(catch_unwind, ts_return_type = "string")]
+    pub fn build_context(&self, options_json: String) -> Result<Latin1> {
         crate::error::guard("buildContext", || {
             let o: ContextOptions = from(&options_json, "buildContext: options")?;
-            to_json(&self.inner.build_context(&o).or_throw()?)
+            to_ascii_json(&self.inner.build_context(&o).or_throw()?)
         })
     }
 

@@ -28,7 +28,7 @@ async_twins!(NativeSession {
     snapshot_async => snapshot() -> String, "Promise<string>";
     export_async => export(format: String, options_json: Option<String>) -> String, "Promise<string>";
     begin_response_async => begin_response(options_json: Option<String>) -> NativeResponseWriter, "Promise<NativeResponseWriter>";
-    build_context_async => build_context(options_json: String) -> String, "Promise<string>";
+    build_context_async => build_context(options_json: String) -> crate::text::Latin1, "Promise<string>";
     read_tool_output_async => read_tool_output(id: String) -> String, "Promise<string>";
     compaction_plan_async => compaction_plan(options_json: String) -> String, "Promise<string>";
     rewind_async => rewind(to_uuid: String) -> (), "Promise<void>";
