@@ -21,4 +21,7 @@ with Store.open(sys.argv[1]) as store:
     try:
         s.append({"role": "user", "content": b"x"})
     except ThreadlineError as e:
+        assert e.code == "INVALID_INPUT", e.code
         print(e.code)
+    else:
+        raise SystemExit("bytes content was stored, not refused")
