@@ -22,7 +22,8 @@
 // throughput and the command line (bench/interop.js; BENCH_INTEROP=0), and the framework adapters
 // against their frameworks' own stores (bench/claude-agent-sdk.js, ai-sdk.js, openai-agents.js,
 // anthropic.js; BENCH_ADAPTERS=0), live watch's latency against fs.watch on a JSONL file
-// (bench/watch.js; BENCH_WATCH=0). BENCH_MILLION=1 adds a
+// (bench/watch.js; BENCH_WATCH=0), the Python adapter against openai-agents' SQLiteSession and a
+// JSONL file (python/bench/sessions.py; BENCH_PYTHON=0). BENCH_MILLION=1 adds a
 // session of 1,000,000 records (bench/million.js: buildContext, compactionPlan and the first
 // search against 3 s and 512 MiB each; minutes, and about 4 GB kept in bench/.data).
 
@@ -415,6 +416,13 @@ async function main() {
         log(`adapter ${name} (bench/${name}.js)`)
         results.adapters[name] = await require(`./${name}.js`).run({ log })
       }
+    }
+    if (process.env.BENCH_PYTHON !== '0') {
+      // The Python package installed in .tools/py (npm test installs the current build there).
+      log('python (python/bench/sessions.py): ThreadlineSession against SQLiteSession and JSONL')
+      const py = path.join(__dirname, '..', '.tools', 'py', 'bin', 'python')
+      execFileSync(py, [path.join(__dirname, '..', 'python', 'bench', 'sessions.py')], { stdio: ['ignore', 2, 2] })
+      results.python = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'python', 'bench', 'results-sessions.json'), 'utf8')).summary
     }
     if (process.env.BENCH_WATCH !== '0') {
       log('live watch (bench/watch.js): append to a watcher in another process, against fs.watch on JSONL')

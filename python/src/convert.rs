@@ -6,6 +6,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// The deepest nesting accepted: the core's own limit for JSON text (model/json.rs).
 const MAX_DEPTH: usize = 128;
@@ -167,26 +168,69 @@ fn write_str(s: &str, out: &mut String) {
 
 /// The Python value of a stored JSON value.
 pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Number(n) => number(py, n.as_str())?,
-        Value::Array(a) => {
-            let list = PyList::empty(py);
-            for item in a {
-                list.append(to_py(py, item)?)?;
-            }
-            list.into_any()
+    Builder::new(py).value(v)
+}
+
+/// The Python list of some stored JSON values (records read in bulk share one key cache).
+pub fn to_py_list<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, PyAny>> {
+    let mut b = Builder::new(py);
+    let items = values
+        .iter()
+        .map(|v| b.value(v))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, items)?.into_any())
+}
+
+/// Builds Python values, making each distinct dict key's str once: records repeat the same few
+/// keys, and a key made once is also hashed once (a str caches its hash), which is most of the
+/// cost of reading a long session into dicts.
+struct Builder<'py, 'v> {
+    py: Python<'py>,
+    keys: HashMap<&'v str, Bound<'py, PyString>>,
+}
+
+impl<'py, 'v> Builder<'py, 'v> {
+    fn new(py: Python<'py>) -> Self {
+        Builder {
+            py,
+            keys: HashMap::new(),
         }
-        Value::Object(o) => {
-            let d = PyDict::new(py);
-            for (k, item) in o {
-                d.set_item(k, to_py(py, item)?)?;
+    }
+
+    fn value(&mut self, v: &'v Value) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        Ok(match v {
+            Value::Null => py.None().into_bound(py),
+            Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+            Value::String(s) => PyString::new(py, s).into_any(),
+            Value::Number(n) => number(py, n.as_str())?,
+            Value::Array(a) => {
+                let items = a
+                    .iter()
+                    .map(|item| self.value(item))
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, items)?.into_any()
             }
-            d.into_any()
-        }
-    })
+            Value::Object(o) => {
+                let d = PyDict::new(py);
+                for (k, item) in o {
+                    let key = match self.keys.get(k.as_str()) {
+                        Some(key) => key.clone(),
+                        None => {
+                            let key = PyString::new(py, k);
+                            // bounded: keys of generated or foreign data need not repeat
+                            if self.keys.len() < 4096 {
+                                self.keys.insert(k.as_str(), key.clone());
+                            }
+                            key
+                        }
+                    };
+                    d.set_item(key, self.value(item)?)?;
+                }
+                d.into_any()
+            }
+        })
+    }
 }
 
 fn number<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {

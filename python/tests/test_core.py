@@ -52,6 +52,40 @@ def test_a_dict_comes_back_equal_key_order_and_numbers_kept(location: str) -> No
         assert store.open_session(session_id).messages == [message]
 
 
+def test_envelope_pages_parse_to_the_same_values_as_envelopes(location: str) -> None:
+    """The stored JSON pages the OpenAI Agents adapter reads with `json.loads` (a restore's main
+    cost) give the values `envelopes()` builds: key order, big ints, floats, from any seq; with
+    `without_message_of`, the records holding that key come without their message, others whole."""
+    tricky = {
+        "content": [{"text": "w", "type": "text"}],
+        "role": "user",
+        "z": {"z": 1, "a": 2},
+        "hundred": 1e2,
+        "big": 123456789012345678901234567890,
+        "tiny": 5e-324,
+        "neg_zero": -0.0,
+        "unicode": "naïve ☃ \U0001f600 \"quoted\"",
+    }
+    with Store.open(location) as store:
+        session = store.create_session(project="py")
+        session.append(tricky)
+        session.append_many([{"message": assistant(f"a{i}"), "kept": {"b": 1, "a": [i]}} for i in range(50)])
+        native = session._native
+        for start in (0, 1, 30):
+            pages = native.envelope_pages(start)
+            assert all(isinstance(p, bytes) for p in pages)
+            parsed = [e for p in pages for e in json.loads(p)]
+            assert json.dumps(parsed) == json.dumps(native.envelopes(start, None))
+        parsed = [e for p in native.envelope_pages(0, "kept") for e in json.loads(p)]
+        full = native.envelopes(0, None)
+        assert len(parsed) == len(full) == 51
+        assert parsed[0] == full[0] and json.dumps(parsed[0]) == json.dumps(full[0])
+        for got, whole in zip(parsed[1:], full[1:]):
+            assert "message" not in got
+            assert got == {k: v for k, v in whole.items() if k != "message"}
+            assert json.dumps(got["kept"]) == json.dumps(whole["kept"])
+
+
 def test_turns_token_tracker_and_context(location: str) -> None:
     with Store.open(location) as store:
         session = store.create_session(model="claude-sonnet-4-5")
