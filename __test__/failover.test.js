@@ -3,7 +3,7 @@
 // a primary and a secondary with synchronous replication), a store opened by the formation's
 // multi-host URL (`pg_autoctl show uri`: target_session_attrs=read-write). Writer processes
 // append, each to a session of its own, retrying a failed append with the same uuid, while
-//   1. the primary's node dies: SIGKILL of its keeper and its postmaster (the keeper would
+//   1. the primary's node dies: SIGKILL of its keeper, its postmaster and backends (the keeper would
 //      restart a postmaster killed alone), and the monitor promotes the secondary;
 //   2. after the old primary rejoins as a secondary, `pg_autoctl perform failover` fails back.
 // After each, a checker in this process compares every acknowledged record with what the new
@@ -209,7 +209,7 @@ test('a formation loses its primary, then fails back: every acknowledged record 
   })
   const second = f.primary()
   assert.ok(second && second.name !== first.name, 'the secondary was promoted')
-  t.diagnostic(`primary killed (SIGKILL of its keeper and postmaster): ${killed.acknowledged} acknowledged, ${killed.lost} lost, ${killed.duplicated} duplicated, ${killed.retries} retries, ${(killed.recovered / 1000).toFixed(1)} s to recover (a writer's longest pause)`)
+  t.diagnostic(`primary killed (SIGKILL of its keeper, postmaster and backends): ${killed.acknowledged} acknowledged, ${killed.lost} lost, ${killed.duplicated} duplicated, ${killed.retries} retries, ${(killed.recovered / 1000).toFixed(1)} s to recover (a writer's longest pause)`)
   assert.equal(killed.lost, 0, 'no acknowledged record is lost')
   assert.equal(killed.duplicated, 0, 'no record is stored twice')
 
