@@ -2016,6 +2016,12 @@ export type TelemetryEvent =
    * records a readonly store could not replay because it cannot write the file.
    */
   | { type: 'log_damaged' | 'log_deleted' | 'log_unreplayed'; time: string; message: string }
+  /**
+   * A PostgreSQL store's connection was made anew (a failover) and the server lacks records of a
+   * session this process had been acknowledged: the message names the session and the records'
+   * seqs (docs/engines.md, "Failover"). The operation that found it failed with STORE_CORRUPT.
+   */
+  | { type: 'records_lost'; time: string; message: string }
 
 /**
  * Where `Store.open()` puts the store when given no path: `$THREADLINE_HOME/threadline.db` if

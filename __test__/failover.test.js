@@ -3,15 +3,19 @@
 // a primary and a secondary with synchronous replication), a store opened by the formation's
 // multi-host URL (`pg_autoctl show uri`: target_session_attrs=read-write). Writer processes
 // append, each to a session of its own, retrying a failed append with the same uuid, while
-//   1. the primary's node dies: SIGKILL of its keeper and its postmaster (the keeper would
+//   1. the primary's node dies: SIGKILL of its keeper, its postmaster and backends (the keeper would
 //      restart a postmaster killed alone), and the monitor promotes the secondary;
 //   2. after the old primary rejoins as a secondary, `pg_autoctl perform failover` fails back.
 // After each, a checker in this process compares every acknowledged record with what the new
 // primary holds: 0 lost, 0 stored twice, every session's seqs contiguous and its chain unbroken.
 // The figures (acknowledged, lost, duplicated, and seconds to recover: the longest pause between
 // two acknowledged appends of a writer across the failure) are reported as diagnostics.
+// Then leases across a failover: a writer stopped through a failover, whose session another
+// process took over on the new primary meanwhile, gets SESSION_LOCKED and writes nothing more.
+// One formation for the file: starting it is most of the file's time.
 
 const test = require('node:test')
+const { after } = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
@@ -23,6 +27,7 @@ const { lib } = require('./helpers/util')
 
 const { Store } = lib
 const WRITER = path.join(__dirname, 'helpers', 'failover-writer.js')
+const DRIVEN = path.join(__dirname, 'helpers', 'lease-writer.js')
 const WRITERS = 4
 
 function installed(t) {
@@ -30,6 +35,73 @@ function installed(t) {
   assert.ok(!process.env.THREADLINE_REQUIRE_POSTGRES, 'THREADLINE_REQUIRE_POSTGRES is set, but pg_autoctl is not installed (.ci/run installs postgresql-NN-auto-failover)')
   t.diagnostic('pg_autoctl is not installed: apt-get install postgresql-15-auto-failover')
   return false
+}
+
+// The file's formation, started by the first test that needs it, stopped after the last.
+let formation = null
+async function theFormation() {
+  formation ??= require('../scripts/failover.js').start()
+  return formation
+}
+// Driven writers still running when a test failed are killed, so the file ends.
+const driven = new Set()
+after(async () => {
+  for (const child of driven) child.kill('SIGKILL')
+  if (formation) (await formation).stop()
+})
+
+// The formation's URL with a user (`pg_autoctl show uri` names none: the servers' superuser,
+// trust on loopback) and `schema`.
+function urlOf(f, schema) {
+  const user = process.getuid?.() === 0 ? 'threadline-pg' : os.userInfo().username
+  return `${f.uri().replace('postgres://', `postgres://${user}@`)}&schema=${schema}`
+}
+
+// A writer driven line by line (helpers/lease-writer.js): `ask(command)` gives its answer.
+function startDriven(url, id) {
+  const child = spawn(process.execPath, [DRIVEN, url, id], { stdio: ['pipe', 'pipe', 'pipe'] })
+  driven.add(child)
+  child.on('exit', () => driven.delete(child))
+  const lines = []
+  const waiting = []
+  let buf = ''
+  let err = ''
+  child.stderr.on('data', (d) => { err += d })
+  child.stdout.on('data', (d) => {
+    buf += d
+    let i
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i)
+      buf = buf.slice(i + 1)
+      if (waiting.length) waiting.shift()(line)
+      else lines.push(line)
+    }
+  })
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  const next = () => new Promise((resolve, reject) => {
+    if (lines.length) return resolve(lines.shift())
+    waiting.push(resolve)
+    exited.then((e) => reject(new Error(`writer ${id} exited (${JSON.stringify(e)}): ${err}`)))
+  })
+  return {
+    child,
+    ready: next(),
+    ask(command) {
+      child.stdin.write(command + '\n')
+      return next()
+    },
+    async exit() {
+      child.stdin.write('exit\n')
+      assert.deepEqual(await exited, { code: 0, signal: null }, `writer ${id}: ${err}`)
+    },
+  }
+}
+
+// The uuid of an acknowledged append's answer (`A <uuid> <seq>`).
+function acked(line) {
+  const m = /^A (\S+) \d+$/.exec(line)
+  assert.ok(m, `acknowledged: ${line}`)
+  return m[1]
 }
 
 function startWriter(url, id, stop) {
@@ -118,16 +190,11 @@ async function round(t, url, sessions, fail) {
 
 test('a formation loses its primary, then fails back: every acknowledged record is on the new primary, once', { timeout: 600_000 }, async (t) => {
   if (!installed(t)) return
-  const { start } = require('../scripts/failover.js')
   const began = Date.now()
-  const f = await start()
-  t.after(() => f.stop())
+  const f = await theFormation()
   const formed = (Date.now() - began) / 1000
-  // `pg_autoctl show uri` names no user: the servers' superuser (trust on loopback).
-  const user = process.getuid?.() === 0 ? 'threadline-pg' : os.userInfo().username
-  const uri = f.uri()
-  assert.match(uri, /^postgres:\/\/127\.0\.0\.1:\d+,127\.0\.0\.1:\d+\/threadline_test\?target_session_attrs=read-write/)
-  const url = `${uri.replace('postgres://', `postgres://${user}@`)}&schema=failover`
+  assert.match(f.uri(), /^postgres:\/\/127\.0\.0\.1:\d+,127\.0\.0\.1:\d+\/threadline_test\?target_session_attrs=read-write/)
+  const url = urlOf(f, 'failover')
   const first = f.primary()
   assert.notEqual(f.sql(first, 'SHOW synchronous_standby_names'), '', 'synchronous replication is on')
 
@@ -142,7 +209,7 @@ test('a formation loses its primary, then fails back: every acknowledged record 
   })
   const second = f.primary()
   assert.ok(second && second.name !== first.name, 'the secondary was promoted')
-  t.diagnostic(`primary killed (SIGKILL of its keeper and postmaster): ${killed.acknowledged} acknowledged, ${killed.lost} lost, ${killed.duplicated} duplicated, ${killed.retries} retries, ${(killed.recovered / 1000).toFixed(1)} s to recover (a writer's longest pause)`)
+  t.diagnostic(`primary killed (SIGKILL of its keeper, postmaster and backends): ${killed.acknowledged} acknowledged, ${killed.lost} lost, ${killed.duplicated} duplicated, ${killed.retries} retries, ${(killed.recovered / 1000).toFixed(1)} s to recover (a writer's longest pause)`)
   assert.equal(killed.lost, 0, 'no acknowledged record is lost')
   assert.equal(killed.duplicated, 0, 'no record is stored twice')
 
@@ -156,4 +223,52 @@ test('a formation loses its primary, then fails back: every acknowledged record 
   assert.equal(back.lost, 0, 'no acknowledged record is lost')
   assert.equal(back.duplicated, 0, 'no record is stored twice')
   t.diagnostic(`formation started in ${formed.toFixed(1)} s; the whole test ${((Date.now() - began) / 1000).toFixed(1)} s`)
+})
+
+test('a writer cut off by a failover writes nothing to a session another process took over on the new primary', { timeout: 300_000 }, async (t) => {
+  if (!installed(t)) return
+  const f = await theFormation()
+  await f.settle()
+  const url = urlOf(f, 'failover_lease')
+  const init = Store.open(url)
+  init.createSession({ id: 'lease' })
+  init.close()
+
+  const a = startDriven(url, 'lease')
+  assert.equal(await a.ready, 'ready')
+  const byA = []
+  for (let i = 0; i < 3; i++) byA.push(acked(await a.ask(`append a${i}`)))
+  // A is cut off: stopped while the primary fails over, its connection to the old one ended.
+  a.child.kill('SIGSTOP')
+  const byB = []
+  let b
+  try {
+    const before = f.primary()
+    await f.failover()
+    const now = f.primary()
+    assert.notEqual(now.name, before.name, 'the secondary was promoted')
+    // A runs on this host (stopped), so another process here would wait for its exit; a writer
+    // on another host that stops renewing loses its lease after REMOTE_STALE_MS (60 s). A's row
+    // on the new primary is made to say that much: held from another host, renewed long ago.
+    f.sql(now, "UPDATE failover_lease.sessions SET owner_host = 'cut-off-host', heartbeat_ms = 0 WHERE id = 'lease'")
+    // B takes the session over on the new primary.
+    b = startDriven(url, 'lease')
+    assert.equal(await b.ready, 'ready')
+    for (let i = 0; i < 3; i++) byB.push(acked(await b.ask(`append b${i}`)))
+  } finally {
+    a.child.kill('SIGCONT')
+  }
+  // A goes on: its next append is refused, and B still holds the session.
+  const refused = await a.ask('append a-after')
+  assert.match(refused, /^E SESSION_LOCKED /)
+  byB.push(acked(await b.ask('append b3')))
+  await a.exit()
+  await b.exit()
+
+  // The checker, a new process: A's records, then B's, nothing of A's after B's.
+  const c = startDriven(url, 'lease')
+  assert.equal(await c.ready, 'ready')
+  const stored = await c.ask('envelopes')
+  await c.exit()
+  assert.deepEqual(stored.replace(/^S /, '').split(','), [...byA, ...byB])
 })

@@ -23,8 +23,8 @@ class Telemetry {
     this.store = store
   }
 
-  // What the store found and handled on its own (log_damaged, log_deleted, log_unreplayed),
-  // reported after the operation that found it (or the first one observed after it).
+  // What the store found and handled on its own (log_damaged, log_deleted, log_unreplayed,
+  // records_lost), reported after the operation that found it (or the first one observed after it).
   notices() {
     if (!this.on || !this.store) return
     for (const n of JSON.parse(this.store.takeNotices())) this.emit({ type: n.kind, message: n.message })

@@ -8,7 +8,7 @@
 //   const f = await require('./failover.js').start()
 //   f.uri()                 the formation's multi-host URL (`pg_autoctl show uri`)
 //   f.primary()             the node that is primary now ({ name, port, pgdata })
-//   f.kill(node)            SIGKILL of the node's keeper and postmaster: the node is gone
+//   f.kill(node)            SIGKILL of the node's keeper, postmaster and backends: the node is gone
 //   f.revive(node)          its keeper started again: it rejoins as a secondary
 //   f.failover()            `pg_autoctl perform failover` (waits until it is done)
 //   f.stop()                stops everything and removes the directory
@@ -126,10 +126,14 @@ async function start() {
       kill(node) {
         const keeper = keepers.get(node.name)
         const pid = Number(fs.readFileSync(path.join(node.pgdata, 'postmaster.pid'), 'utf8').split('\n')[0])
+        // its backends too: one left alone answers its client until it sees the postmaster gone
+        const backends = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout
+          .split('\n').map(Number).filter(Boolean)
         // the keeper first (it would restart the postmaster), its whole process group, then the
-        // postmaster: the node is gone, as when its host dies
+        // postmaster and its backends: the node is gone, as when its host dies
         try { process.kill(-keeper.pid, 'SIGKILL') } catch {}
         try { process.kill(pid, 'SIGKILL') } catch {} // gone with its keeper's group already
+        for (const b of backends) { try { process.kill(b, 'SIGKILL') } catch {} }
         keepers.delete(node.name)
       },
       revive(node) {

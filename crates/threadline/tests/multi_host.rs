@@ -305,3 +305,95 @@ fn a_connection_lost_mid_run_is_made_anew_to_the_host_that_can_write_within_busy
         3
     );
 }
+
+#[test]
+fn a_session_that_lost_acknowledged_records_in_a_failover_is_reported_and_not_written_past() {
+    let Some((user, live, db)) = server() else {
+        return;
+    };
+    let s = schema("lost_tail");
+    let name = format!("t_lost_tail_{}", std::process::id());
+    let url = format!("postgres://{user}{live}{db}?schema={s}&application_name={name}");
+    let store = Store::open(Some(&url), options(5000)).unwrap();
+    let a = session(&store, "a");
+    for text in ["one", "two", "three", "four"] {
+        a.append(json!(text), None).unwrap();
+    }
+    // What a promoted standby that had not received the last two commits holds: the session
+    // without its last two records. Then the writer's connection ends, as a failover ends it.
+    let mut admin =
+        postgres::Client::connect(&format!("postgres://{user}{live}{db}"), postgres::NoTls)
+            .unwrap();
+    let num: i64 = admin
+        .query_one(&format!("SELECT num FROM {s}.sessions WHERE id = 'a'"), &[])
+        .unwrap()
+        .get(0);
+    let lo = num << 36;
+    let seqs = |admin: &mut postgres::Client| -> Vec<i64> {
+        admin
+            .query(
+                &format!("SELECT id - $1 FROM {s}.records WHERE id >= $1 AND id < $2 ORDER BY id"),
+                &[&lo, &(lo + (1 << 36))],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let before = seqs(&mut admin);
+    assert_eq!(before.len(), 4, "{before:?}");
+    let kept = before[2];
+    admin
+        .batch_execute(&format!(
+            "DELETE FROM {s}.search WHERE id >= {}; DELETE FROM {s}.records WHERE id >= {};
+             UPDATE {s}.sessions SET records = {kept} WHERE num = {num};
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{name}'",
+            lo + kept,
+            lo + kept
+        ))
+        .unwrap();
+    while admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&name],
+        )
+        .unwrap()
+        .get::<_, i64>(0)
+        > 0
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The next append reconnects, finds the gap, says which records are missing, and writes
+    // nothing after it.
+    let e = a.append(json!("five"), None).err().unwrap();
+    assert_eq!(e.code(), "STORE_CORRUPT", "{}", e.message());
+    let m = e.message();
+    assert!(
+        m.contains(&format!(
+            "session 'a' lost 2 acknowledged records (seq {kept} to {})",
+            kept + 1
+        )),
+        "{m}"
+    );
+    assert_eq!(seqs(&mut admin), before[..2]);
+    // The store's telemetry hears of it.
+    let notices = store.take_notices();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.kind == "records_lost" && n.message.contains("session 'a' lost 2")),
+        "{notices:?}"
+    );
+    // Said once: the writer that was told goes on from what the server holds (it may append
+    // the lost records again, with their uuids).
+    a.append(json!("three again"), None).unwrap();
+    assert_eq!(
+        messages_at(&format!("postgres://{user}{live}{db}?schema={s}"), "a"),
+        [
+            said("user", "one"),
+            said("user", "two"),
+            said("user", "three again"),
+        ]
+    );
+    store.close().unwrap();
+}

@@ -672,7 +672,10 @@ impl Session {
             if records::last_seq(conn, self.num)? != tail.next_seq.checked_sub(1) {
                 *tail = load_tail(conn, self.num)?;
             }
-            Ok(())
+            // A failover may have lost records this process was acknowledged: said, never
+            // written past as if the session were whole.
+            conn.check_acknowledged(self.num, &self.id, tail.next_seq)
+                .inspect_err(|e| self.shared.notice("records_lost", e.message().to_string()))
         })
     }
 

@@ -42,6 +42,12 @@ pub(crate) struct Pg {
     store: i64,
     /// sessions whose tail the open transaction noted (`tails.rs`), taken back unless it commits
     noted: RefCell<Vec<i64>>,
+    /// whether the open transaction writes after a tail known here rather than read from the
+    /// server (`tails.rs`): then it is not sent again on a new connection, whose server may
+    /// end the session elsewhere (a failover)
+    relied: Cell<bool>,
+    /// how many times the connection was made anew (`generation`)
+    generation: Cell<u64>,
     /// the schema the URL names (the client's search_path)
     pub schema: String,
     /// a new connection like the first, for when the server dropped this one
@@ -74,6 +80,8 @@ impl Pg {
             busy,
             store,
             noted: RefCell::new(Vec::new()),
+            relied: Cell::new(false),
+            generation: Cell::new(0),
             reconnect,
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
@@ -126,6 +134,7 @@ impl Pg {
             }
         };
         tails::forget_store(self.store);
+        self.generation.set(self.generation.get() + 1);
         *self.client.borrow_mut() = fresh;
         self.statements.borrow_mut().clear();
         Ok(())
@@ -147,7 +156,12 @@ impl Pg {
     /// Begins (`open`) or ends a transaction. A BEGIN is held back for the transaction's first
     /// statement; a transaction that sent nothing ends without a word to the server.
     fn control(&self, sql: &'static str, open: bool) -> Result<()> {
+        self.relied.set(false);
         if open {
+            // A connection the server ended while idle (a failover) is made anew now, before
+            // the transaction decides whether it knows its sessions' tails (`tails.rs`).
+            self.client.borrow_mut().check();
+            self.live()?;
             self.held.borrow_mut().push(Held {
                 sql,
                 params: Vec::new(),
@@ -258,7 +272,10 @@ impl Pg {
         // be waited on again.
         let out = match attempt() {
             Err(Error::StoreIo(_))
-                if fresh && sql != "COMMIT" && self.client.borrow().is_closed() =>
+                if fresh
+                    && sql != "COMMIT"
+                    && !self.relied.get()
+                    && self.client.borrow().is_closed() =>
             {
                 attempt()
             }
@@ -696,7 +713,47 @@ impl Db {
     pub fn tail_known(&self, num: i64, next: u64) -> bool {
         match self {
             Db::Sqlite(_, batch) => batch.tail_known(num, next),
-            Db::Postgres(p) => tails::is(p.store, num, next),
+            Db::Postgres(p) => {
+                let known = tails::is(p.store, num, next);
+                if known {
+                    p.relied.set(true);
+                }
+                known
+            }
+        }
+    }
+
+    /// With session `num`'s end as the server has it (`next`): on PostgreSQL, after the store's
+    /// connection was made anew (a failover), STORE_CORRUPT if the server lacks records this
+    /// process was acknowledged (`tails::lost`), naming them. Said once per reconnection: the
+    /// operation that finds it fails, and the session goes on from what the server holds.
+    pub fn check_acknowledged(&self, num: i64, id: &str, next: u64) -> Result<()> {
+        let Db::Postgres(p) = self else {
+            return Ok(());
+        };
+        let Some(end) = tails::lost(p.store, num, next) else {
+            return Ok(());
+        };
+        let missing = end - next;
+        let range = if missing == 1 {
+            format!("seq {next}")
+        } else {
+            format!("seq {next} to {}", end - 1)
+        };
+        Err(Error::StoreCorrupt(format!(
+            "session '{id}' lost {missing} acknowledged record{} ({range}) when the connection \
+             was made anew: the server now ends it at seq {next} (a failover to a standby that \
+             had not received them); nothing was written after the gap",
+            if missing == 1 { "" } else { "s" }
+        )))
+    }
+
+    /// How many times the connection was made anew (PostgreSQL; 0 on SQLite): a store that sees
+    /// it change claims its sessions again at their next write, on the server it now reaches.
+    pub fn generation(&self) -> u64 {
+        match self {
+            Db::Sqlite(..) => 0,
+            Db::Postgres(p) => p.generation.get(),
         }
     }
 

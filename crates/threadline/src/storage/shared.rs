@@ -57,6 +57,8 @@ pub(crate) struct Shared {
     /// live writers' logs this store replayed (`replay::see_writers`): the epoch and the number of
     /// frames it replayed, so a reader does not wait for the same stopped writer again
     adopted: Mutex<HashMap<PathBuf, (u64, usize)>>,
+    /// the connection's `Db::generation` at the last claim
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Shared {
@@ -78,12 +80,25 @@ impl Shared {
             options,
             owned: Mutex::new(HashMap::new()),
             adopted: Mutex::new(HashMap::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     /// The store file's canonical path (symlinks resolved), for a SQLite file on disk.
     pub fn real_path(&self) -> Option<PathBuf> {
         self.file.real_path()
+    }
+
+    /// Keeps a notice for this store's telemetry (`Store::take_notices`).
+    pub fn notice(&self, kind: &'static str, message: String) {
+        crate::storage::notice::note(&self.notice_key(), kind, message);
+    }
+
+    /// What this store's notices are kept by: the file's canonical path, else (PostgreSQL) the
+    /// URL it was opened with.
+    pub fn notice_key(&self) -> PathBuf {
+        self.real_path()
+            .unwrap_or_else(|| PathBuf::from(&self.path))
     }
 
     /// Notes that session `num` was deleted through this store: every handle on it in this
@@ -171,6 +186,13 @@ impl Shared {
     /// if another live process does), refreshing the heartbeat at most every HEARTBEAT_MS.
     /// Returns the heartbeat to remember once the transaction commits.
     pub fn claim(&self, conn: &Db, num: i64, id: &str) -> Result<Option<i64>> {
+        // A connection made anew (PostgreSQL: a failover) reaches a server whose rows are what
+        // count now: another process may have taken a session over there while this one was
+        // cut off. Every session is claimed again, so a lease lost is said (SESSION_LOCKED).
+        let g = conn.generation();
+        if self.generation.swap(g, Ordering::AcqRel) != g {
+            self.forget_claims();
+        }
         let now = clock::now_ms();
         let last = self.owned().get(&num).copied();
         if last.is_some_and(|t| now - t < ownership::HEARTBEAT_MS) {

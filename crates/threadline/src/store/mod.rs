@@ -246,10 +246,7 @@ impl Store {
     /// What the store found and handled on its own since it was last asked (a damaged or
     /// deleted append log, records it could not replay): for telemetry.
     pub fn take_notices(&self) -> Vec<crate::storage::notice::Notice> {
-        self.shared
-            .real_path()
-            .map(|p| replay::notices(&p))
-            .unwrap_or_default()
+        replay::notices(&self.shared.notice_key())
     }
 
     /// Closes the store; later use of it or its sessions fails with CLOSED.

@@ -65,8 +65,40 @@ pub(crate) fn forget(store: i64, num: i64) {
 
 /// Forgets every session of store `store`: its connection was made anew, perhaps to another
 /// server (a failover's new primary), whose sessions may not end where this process left them.
+/// Where each ended as this process was acknowledged is kept to be compared (`lost`) with what
+/// that server holds: a standby promoted without synchronous replication may lack the last
+/// records the old primary acknowledged.
 pub(crate) fn forget_store(store: i64) {
-    with(|m| m.retain(|(s, _), _| *s != store));
+    let mut acked = unchecked();
+    let acked = acked.get_or_insert_with(HashMap::new);
+    with(|m| {
+        m.retain(|&(s, num), k| {
+            if s != store {
+                return true;
+            }
+            let e = acked.entry((s, num)).or_default();
+            *e = (*e).max(k.next);
+            false
+        })
+    });
+}
+
+/// Where sessions ended as this process was acknowledged, by store and session, when their
+/// store's connection was made anew; each is compared once with the server's end.
+static UNCHECKED: Mutex<Option<HashMap<(i64, i64), u64>>> = Mutex::new(None);
+
+fn unchecked() -> MutexGuard<'static, Option<HashMap<(i64, i64), u64>>> {
+    UNCHECKED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// With session `num`'s end as the server has it now (`next`, the seq after its last record):
+/// the seq after the last record this process was acknowledged, if the server lacks records up
+/// to it (lost in a failover). Checked once after each reconnection.
+pub(crate) fn lost(store: i64, num: i64, next: u64) -> Option<u64> {
+    let mut acked = unchecked();
+    let acked = acked.as_mut().filter(|m| !m.is_empty())?;
+    let end = acked.remove(&(store, num))?;
+    (end > next).then_some(end)
 }
 
 /// Whether session `num` ends before seq `next` as this process last wrote it.
@@ -148,5 +180,21 @@ mod tests {
         note(-9, 2, 10);
         assert!(!keys_hold(-9, 2, 10));
         assert!(!key_unseen(-9, 2, "msg_a"));
+    }
+
+    #[test]
+    fn a_tail_known_before_a_reconnection_is_compared_once_with_the_servers() {
+        note(-11, 1, 5);
+        note(-11, 2, 3);
+        note(-12, 1, 9);
+        forget_store(-11);
+        assert!(!is(-11, 1, 5));
+        assert!(is(-12, 1, 9));
+        // The server holds fewer: the seq after the last acknowledged record, once.
+        assert_eq!(lost(-11, 1, 3), Some(5));
+        assert_eq!(lost(-11, 1, 3), None);
+        // As many or more (another process wrote since): nothing lost.
+        assert_eq!(lost(-11, 2, 4), None);
+        assert_eq!(lost(-12, 1, 0), None);
     }
 }
