@@ -40,8 +40,9 @@ pub(crate) struct Pg {
     held: RefCell<Vec<Held>>,
     /// the store's random id (`tails.rs`)
     store: i64,
-    /// sessions whose tail the open transaction noted (`tails.rs`), taken back unless it commits
-    noted: RefCell<Vec<i64>>,
+    /// sessions whose tail the open transaction noted (`tails.rs`) and where it left them: taken
+    /// back unless it commits, acknowledged if it does
+    noted: RefCell<Vec<(i64, u64)>>,
     /// whether the open transaction writes after a tail known here rather than read from the
     /// server (`tails.rs`): then it is not sent again on a new connection, whose server may
     /// end the session elsewhere (a failover)
@@ -183,8 +184,10 @@ impl Pg {
         };
         // COMMIT and ROLLBACK end it either way (a COMMIT whose connection dropped is never run
         // again).
-        for num in self.noted.take() {
-            if !(commit && done.is_ok()) {
+        for (num, next) in self.noted.take() {
+            if commit && done.is_ok() {
+                tails::confirm(self.store, num, next);
+            } else {
                 tails::forget(self.store, num);
             }
         }
@@ -762,7 +765,7 @@ impl Db {
     pub fn note_created(&self, num: i64) {
         if let Db::Postgres(p) = self {
             tails::created(p.store, num);
-            p.noted.borrow_mut().push(num);
+            p.noted.borrow_mut().push((num, 0));
         }
     }
 
@@ -794,7 +797,7 @@ impl Db {
     pub fn note_tail(&self, num: i64, next: u64) {
         if let Db::Postgres(p) = self {
             tails::note(p.store, num, next);
-            p.noted.borrow_mut().push(num);
+            p.noted.borrow_mut().push((num, next));
         }
     }
 

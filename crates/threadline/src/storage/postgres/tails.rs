@@ -24,6 +24,9 @@ const MAX_KEYS: usize = 100_000;
 struct Known {
     /// the seq after the session's last record
     next: u64,
+    /// the seq after its last record a commit of this process acknowledged: `next` may be a
+    /// note of a transaction still open (on another handle) that may yet fail
+    acked: u64,
     /// every response key of the session's records, when all are known
     keys: Option<HashSet<String>>,
 }
@@ -47,6 +50,7 @@ pub(crate) fn created(store: i64, num: i64) {
             (store, num),
             Known {
                 next: 0,
+                acked: 0,
                 keys: Some(HashSet::new()),
             },
         )
@@ -69,18 +73,40 @@ pub(crate) fn forget(store: i64, num: i64) {
 /// that server holds: a standby promoted without synchronous replication may lack the last
 /// records the old primary acknowledged.
 pub(crate) fn forget_store(store: i64) {
-    let mut acked = unchecked();
-    let acked = acked.get_or_insert_with(HashMap::new);
     with(|m| {
         m.retain(|&(s, num), k| {
             if s != store {
                 return true;
             }
-            let e = acked.entry((s, num)).or_default();
-            *e = (*e).max(k.next);
+            unchecked_max(s, num, k.acked);
             false
         })
     });
+}
+
+/// The transaction that noted session `num` ending before seq `next` committed: those records
+/// are acknowledged. If the store's connection was made anew meanwhile (another handle's), the
+/// note is gone and the end goes to be compared straight away.
+pub(crate) fn confirm(store: i64, num: i64, next: u64) {
+    let kept = with(|m| match m.get_mut(&(store, num)) {
+        Some(k) => {
+            k.acked = k.acked.max(next);
+            true
+        }
+        None => false,
+    });
+    if !kept {
+        unchecked_max(store, num, next);
+    }
+}
+
+fn unchecked_max(store: i64, num: i64, end: u64) {
+    let mut acked = unchecked();
+    let e = acked
+        .get_or_insert_with(HashMap::new)
+        .entry((store, num))
+        .or_default();
+    *e = (*e).max(end);
 }
 
 /// Where sessions ended as this process was acknowledged, by store and session, when their
@@ -184,9 +210,10 @@ mod tests {
 
     #[test]
     fn a_tail_known_before_a_reconnection_is_compared_once_with_the_servers() {
-        note(-11, 1, 5);
-        note(-11, 2, 3);
-        note(-12, 1, 9);
+        for (store, num, next) in [(-11, 1, 5), (-11, 2, 3), (-12, 1, 9)] {
+            note(store, num, next);
+            confirm(store, num, next);
+        }
         forget_store(-11);
         assert!(!is(-11, 1, 5));
         assert!(is(-12, 1, 9));
@@ -196,5 +223,21 @@ mod tests {
         // As many or more (another process wrote since): nothing lost.
         assert_eq!(lost(-11, 2, 4), None);
         assert_eq!(lost(-12, 1, 0), None);
+    }
+
+    #[test]
+    fn only_what_a_commit_acknowledged_is_compared_after_a_reconnection() {
+        // committed up to 2, then a transaction noted 6 and is still open when another
+        // handle's connection is made anew; it then fails: nothing past 2 was acknowledged
+        note(-13, 1, 2);
+        confirm(-13, 1, 2);
+        note(-13, 1, 6);
+        forget_store(-13);
+        assert_eq!(lost(-13, 1, 2), None);
+        // a transaction that commits after the reconnection took its note: compared too
+        note(-14, 1, 4);
+        forget_store(-14);
+        confirm(-14, 1, 4);
+        assert_eq!(lost(-14, 1, 1), Some(4));
     }
 }
