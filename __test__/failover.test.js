@@ -12,6 +12,8 @@
 // two acknowledged appends of a writer across the failure) are reported as diagnostics.
 // Then leases across a failover: a writer stopped through a failover, whose session another
 // process took over on the new primary meanwhile, gets SESSION_LOCKED and writes nothing more.
+// Last, the fault test (__test__/torture.test.js) once against the formation, its failovers as
+// the server faults.
 // One formation for the file: starting it is most of the file's time.
 
 const test = require('node:test')
@@ -295,10 +297,10 @@ test(`the fault test, ${TORTURE_OPS} ops across a failover and the primary's dea
   t.diagnostic(`seed ${seed} (THREADLINE_TORTURE_SEED=${seed})`)
   const primaries = [f.primary().name]
   const windows = []
-  const timed = (kind, fn) => async () => {
+  const timed = (kind, fn) => async (serving) => {
     const began = Date.now()
     try {
-      return await fn()
+      return await fn(serving)
     } catch (e) {
       return `${kind}: ${e.message}`
     } finally {
@@ -310,13 +312,16 @@ test(`the fault test, ${TORTURE_OPS} ops across a failover and the primary's dea
     await f.failover()
     return null
   })
-  // The window ends when the monitor has promoted the secondary; the dead node's keeper is
-  // started again then, to rejoin as a secondary while the run goes on.
-  const kill = timed('primary-kill', async () => {
+  // Once the monitor has promoted the secondary, the run goes on against it, and the dead
+  // node's keeper is started again: the window lasts until it has rejoined as a secondary and
+  // synchronous replication is on again (commits wait for it meanwhile: part of the failover).
+  const kill = timed('primary-kill', async (serving) => {
     const old = f.primary()
     f.kill(old)
     await until(() => { const p = f.primary(); return p && p.name !== old.name }, 'the secondary to be promoted')
+    serving()
     f.revive(old)
+    await f.settle()
     return null
   })
   const rates = { kill: 1 / 60, stop: 1 / 60, restartEvery: 0, freeze: 0, proc: 1 / 100 }

@@ -236,10 +236,11 @@ class Controller {
   // While the server restarts, every op fails at once (STORE_IO), and `pg_ctl restart` takes from
   // 0.2 s to several seconds on a busy machine: left to run, the ops of a run would be spent
   // against a server that is down. RESTART_OPS ops meet the restart; the rest wait for its end.
-  // The same for a server fault of the caller's (a failover); not for a freeze (it is short).
+  // The same for a server fault of the caller's (a failover), until it says the server serves
+  // again (its window may go on: a formation settling); not for a freeze (it is short).
   heldForRestart() {
     const f = this.serverFault && this.serverFaults[this.serverFaults.length - 1]
-    return !!f && f.kind !== 'freeze' && this.issued - f.i >= RESTART_OPS
+    return !!f && f.kind !== 'freeze' && !f.serving && this.issued - f.i >= RESTART_OPS
   }
 
   serverFaulted(kind, fn) {
@@ -247,7 +248,11 @@ class Controller {
     this.stats.faults[kind] = (this.stats.faults[kind] || 0) + 1
     this.log({ fault: kind, i: this.issued, at: now() })
     this.serverFaults.push(f)
-    this.serverFault = fn().then((err) => {
+    const serving = () => {
+      f.serving = now()
+      this.signal()
+    }
+    this.serverFault = fn(serving).then((err) => {
       if (err) this.add('ERR', f.i, err)
       f.end = now()
       this.serverFault = null
@@ -320,7 +325,9 @@ class Controller {
 // Runs the fault test. opts: { engine, ops, seed, workers, lanes, busyTimeoutMs, paths ('mixed'
 // or 'real'), rates: { kill, stop, freeze, proc } per op and restartEvery (ops), postgres (the
 // server's URL), serverFaults (on PostgreSQL, faults of the caller's: [{ at (op count), kind,
-// fn () => Promise<error message or null> }], e.g. a formation's failover), log, keep (the store and a trace of every op are left in `dir`) }.
+// fn (serving) => Promise<error message or null> }], e.g. a formation's failover: the window
+// lasts until the promise settles; ops wait from RESTART_OPS on until it calls serving()), log,
+// keep (the store and a trace of every op are left in `dir`) }.
 async function run(opts) {
   const c = new Controller(opts)
   c.rates = opts.rates
