@@ -12,6 +12,8 @@
 // two acknowledged appends of a writer across the failure) are reported as diagnostics.
 // Then leases across a failover: a writer stopped through a failover, whose session another
 // process took over on the new primary meanwhile, gets SESSION_LOCKED and writes nothing more.
+// Last, the fault test (__test__/torture.test.js) once against the formation, its failovers as
+// the server faults.
 // One formation for the file: starting it is most of the file's time.
 
 const test = require('node:test')
@@ -24,6 +26,8 @@ const { spawn, spawnSync } = require('node:child_process')
 const { setTimeout: sleep } = require('node:timers/promises')
 
 const { lib } = require('./helpers/util')
+const torture = require('./helpers/torture/controller')
+const { summaryLine, violationLines, byRule } = require('./helpers/torture/report')
 
 const { Store } = lib
 const WRITER = path.join(__dirname, 'helpers', 'failover-writer.js')
@@ -53,8 +57,12 @@ after(async () => {
 // The formation's URL with a user (`pg_autoctl show uri` names none: the servers' superuser,
 // trust on loopback) and `schema`.
 function urlOf(f, schema) {
+  return `${userUrl(f)}&schema=${schema}`
+}
+
+function userUrl(f) {
   const user = process.getuid?.() === 0 ? 'threadline-pg' : os.userInfo().username
-  return `${f.uri().replace('postgres://', `postgres://${user}@`)}&schema=${schema}`
+  return f.uri().replace('postgres://', `postgres://${user}@`)
 }
 
 // A writer driven line by line (helpers/lease-writer.js): `ask(command)` gives its answer.
@@ -271,4 +279,66 @@ test('a writer cut off by a failover writes nothing to a session another process
   const stored = await c.ask('envelopes')
   await c.exit()
   assert.deepEqual(stored.replace(/^S /, '').split(','), [...byA, ...byB])
+})
+
+// The fault test (__test__/torture.test.js) once against the formation: its workers, ops,
+// readers and checks, with the formation's failovers as the server faults: `pg_autoctl perform
+// failover` a third of the way in, the primary's node killed (SIGKILL, scripts/failover.js
+// kill()) two thirds in, the run going on across both. Each is a server fault to the controller,
+// as a restart is: ops cut off by it (STORE_IO, STORE_BUSY) may or may not have happened, and R5
+// leaves out the stops it overlaps. The formation's servers are not restarted or frozen (those
+// faults touch scripts/postgres.js's server).
+const TORTURE_OPS = 900
+test(`the fault test, ${TORTURE_OPS} ops across a failover and the primary's death, breaks no rule`, { timeout: 600_000 }, async (t) => {
+  if (!installed(t)) return
+  const f = await theFormation()
+  await f.settle()
+  const seed = Number(process.env.THREADLINE_TORTURE_SEED) || Date.now() % 1e9
+  t.diagnostic(`seed ${seed} (THREADLINE_TORTURE_SEED=${seed})`)
+  const primaries = [f.primary().name]
+  const windows = []
+  const timed = (kind, fn) => async (serving) => {
+    const began = Date.now()
+    try {
+      return await fn(serving)
+    } catch (e) {
+      return `${kind}: ${e.message}`
+    } finally {
+      windows.push(`${kind} ${((Date.now() - began) / 1000).toFixed(1)} s`)
+      primaries.push(f.primary()?.name)
+    }
+  }
+  const failover = timed('failover', async () => {
+    await f.failover()
+    return null
+  })
+  // Once the monitor has promoted the secondary, the run goes on against it, and the dead
+  // node's keeper is started again: the window lasts until it has rejoined as a secondary and
+  // synchronous replication is on again (commits wait for it meanwhile: part of the failover).
+  const kill = timed('primary-kill', async (serving) => {
+    const old = f.primary()
+    f.kill(old)
+    await until(() => { const p = f.primary(); return p && p.name !== old.name }, 'the secondary to be promoted')
+    serving()
+    f.revive(old)
+    await f.settle()
+    return null
+  })
+  const rates = { kill: 1 / 60, stop: 1 / 60, restartEvery: 0, freeze: 0, proc: 1 / 100 }
+  const serverFaults = [{ at: Math.floor(TORTURE_OPS / 3), kind: 'failover', fn: failover }, { at: Math.floor((2 * TORTURE_OPS) / 3), kind: 'primary-kill', fn: kill }]
+  const s = await torture.run({ engine: 'postgres', ops: TORTURE_OPS, seed, workers: 4, lanes: 3, paths: 'mixed', busyTimeoutMs: 300, rates, postgres: userUrl(f), serverFaults })
+  // the formation whole again for the next test
+  await f.settle()
+  t.diagnostic(summaryLine(s))
+  t.diagnostic(`server faults: ${windows.join(', ')}; primaries ${primaries.join(' -> ')}`)
+  const lines = violationLines(s, 5)
+  for (const line of lines) t.diagnostic(line)
+  // The run did what it says: both failovers, each to the other node, in the middle of the run.
+  assert.equal(s.stats.faults.failover, 1, 'pg_autoctl perform failover')
+  assert.equal(s.stats.faults['primary-kill'], 1, 'the primary killed')
+  assert.ok(primaries[1] !== primaries[0] && primaries[2] !== primaries[1], `each moved the primary (${primaries})`)
+  assert.ok(s.stats.faults.kill >= 5 && s.stats.faults.stop >= 5, 'workers were killed and stopped')
+  assert.ok(s.stats.ops.delete >= 1 && s.stats.ops.stream >= 5, 'deletes and streamed responses')
+  assert.ok(s.acked > 300, `records were acknowledged (${s.acked})`)
+  assert.deepEqual(byRule(s.violations), byRule([]), `violations (seed ${seed}):\n${lines.join('\n')}`)
 })

@@ -61,6 +61,17 @@ async function start() {
     if (r.status !== 0) throw new Error(`${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`)
     return r.stdout
   }
+  // The same, without blocking the caller's event loop (a failover takes seconds, and the fault
+  // test's controller goes on meanwhile).
+  const later = (...args) => new Promise((resolve, reject) => {
+    const [c, a] = as(args)
+    const child = spawn(c, a, { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.stderr.on('data', (d) => { out += d })
+    child.on('error', reject)
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} failed (${code}):\n${out}`))))
+  })
   const run = (node) => {
     const [c, a] = as(['pg_autoctl', 'run', '--pgdata', node.pgdata])
     const log = fs.openSync(path.join(dir, `${node.name}.log`), 'a')
@@ -140,7 +151,7 @@ async function start() {
         run(node)
       },
       async failover() {
-        sync('pg_autoctl', 'perform', 'failover', '--pgdata', monitor.pgdata, '--formation', 'default', '--wait', '60')
+        await later('pg_autoctl', 'perform', 'failover', '--pgdata', monitor.pgdata, '--formation', 'default', '--wait', '60')
         await until(() => settled(states(psql, monitorUrl)), 'a primary and a secondary after the failover')
       },
       async settle() {

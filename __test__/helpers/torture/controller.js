@@ -187,7 +187,14 @@ class Controller {
       if (this.engine !== 'postgres') this.noteInCommit(w, w.stopped)
       setTimeout(() => this.endStop(w), ms)
     }
-    if (this.engine === 'postgres' && !this.serverFault) {
+    // Server faults the caller brings (a failover of a formation), each at its op count: treated
+    // as a restart is (a window of its own: R5 leaves out the stops it overlaps; the ops beyond
+    // RESTART_OPS wait for its end).
+    const due = this.engine === 'postgres' && !this.serverFault && (this.opts.serverFaults || []).find((f) => !f.done && this.issued >= f.at)
+    if (due) {
+      due.done = true
+      this.serverFaulted(due.kind, due.fn)
+    } else if (this.engine === 'postgres' && !this.serverFault) {
       // Restarts at fixed op counts (every `restartEvery` ops), freezes at random.
       if (r.restartEvery && this.issued % r.restartEvery === Math.floor(r.restartEvery / 2)) this.serverFaulted('restart', () => faults.restartServer())
       else if (this.rng() < r.freeze) this.serverFaulted('freeze', () => faults.freezeServer(100 + Math.floor(this.rng() * 400)))
@@ -229,17 +236,23 @@ class Controller {
   // While the server restarts, every op fails at once (STORE_IO), and `pg_ctl restart` takes from
   // 0.2 s to several seconds on a busy machine: left to run, the ops of a run would be spent
   // against a server that is down. RESTART_OPS ops meet the restart; the rest wait for its end.
+  // The same for a server fault of the caller's (a failover), until it says the server serves
+  // again (its window may go on: a formation settling); not for a freeze (it is short).
   heldForRestart() {
     const f = this.serverFault && this.serverFaults[this.serverFaults.length - 1]
-    return !!f && f.kind === 'restart' && this.issued - f.i >= RESTART_OPS
+    return !!f && f.kind !== 'freeze' && !f.serving && this.issued - f.i >= RESTART_OPS
   }
 
   serverFaulted(kind, fn) {
     const f = { kind, i: this.issued, start: now(), end: null }
-    this.stats.faults[kind]++
+    this.stats.faults[kind] = (this.stats.faults[kind] || 0) + 1
     this.log({ fault: kind, i: this.issued, at: now() })
     this.serverFaults.push(f)
-    this.serverFault = fn().then((err) => {
+    const serving = () => {
+      f.serving = now()
+      this.signal()
+    }
+    this.serverFault = fn(serving).then((err) => {
       if (err) this.add('ERR', f.i, err)
       f.end = now()
       this.serverFault = null
@@ -311,7 +324,10 @@ class Controller {
 
 // Runs the fault test. opts: { engine, ops, seed, workers, lanes, busyTimeoutMs, paths ('mixed'
 // or 'real'), rates: { kill, stop, freeze, proc } per op and restartEvery (ops), postgres (the
-// server's URL), log, keep (the store and a trace of every op are left in `dir`) }.
+// server's URL), serverFaults (on PostgreSQL, faults of the caller's: [{ at (op count), kind,
+// fn (serving) => Promise<error message or null> }], e.g. a formation's failover: the window
+// lasts until the promise settles; ops wait from RESTART_OPS on until it calls serving()), log,
+// keep (the store and a trace of every op are left in `dir`) }.
 async function run(opts) {
   const c = new Controller(opts)
   c.rates = opts.rates
