@@ -466,10 +466,21 @@ class ThreadlineSession:
             return
         if not all(_is_plain(r[ITEM]) for r in records):
             return
+        before = len(self._read)
         for record, meta in zip(records, written):
             env = {k: v for k, v in record.items() if k != "message"}  # as the adapter reads them
             env.update(meta)
             self._read.append(env)
+        # and the branch walked, when they continue it (as _history would find on the next read)
+        if walked is not None and walked[0] is self._read and walked[1] == before:
+            new = self._read[before:]
+            prev = walked[2]
+            for env in new:
+                if env.get("parentUuid") != prev:
+                    return
+                prev = env["uuid"]
+            _extend_entries(walked[3], walked[4], new)
+            self._walked = (self._read, len(self._read), prev, walked[3], walked[4])
 
     # ----- the Session protocol -----
 
@@ -544,7 +555,7 @@ class ThreadlineSession:
                 renamed.code = err.code
                 raise renamed from None
             if not self._read and written and written[0].get("seq", 64) < 64:
-                self._envelopes(session)  # a new session: reading it whole costs nothing yet
+                self._history(session)  # a new session: reading and walking it costs nothing yet
             else:
                 self._remember(records, written)
             if usage:
