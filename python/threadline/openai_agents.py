@@ -62,6 +62,8 @@ OUTPUTS = {v: k for k, v in CALLS.items()}
 
 Item = Dict[str, Any]
 Entry = Tuple[Item, Dict[str, Any]]  # an item and the record holding it
+# a branch walk: the records list walked, how many of them, the leaf, the items, call kinds
+Walked = Tuple[List[Dict[str, Any]], int, Optional[str], List[Entry], Dict[str, str]]
 T = TypeVar("T")
 
 
@@ -369,9 +371,8 @@ class ThreadlineSession:
         # one operation at a time per object, on whichever thread runs it
         self._lock = threading.Lock()
         self._read: List[Dict[str, Any]] = []  # the session's records as last read, in seq order
-        # the current branch's items as last walked: (the records list walked, how many of them,
-        # the leaf, the items, call kinds); extended while the log only grew along the branch
-        self._walked: Optional[Tuple[List[Dict[str, Any]], int, Optional[str], List[Entry], Dict[str, str]]] = None
+        # the current branch's items as last walked, extended while the log only grew along it
+        self._walked: Optional[Walked] = None
         # per run (its Usage object): how many of its model requests' usage entries are stored
         self._usage_stored: Dict[int, Tuple["weakref.ref[Any]", int]] = {}
 
