@@ -294,6 +294,42 @@ def test_a_clear_and_restart_by_another_object_is_seen(location: str) -> None:
         assert dumped(run(one.get_items())) == dumped([USER, ANSWER])
 
 
+def test_what_an_object_remembers_of_its_writes_and_walks_is_what_a_fresh_object_reads(
+    location: str,
+) -> None:
+    """get_items keeps the records this object wrote and the branch it walked between calls:
+    after each step (its own adds, another writer's, a pop, a clear elsewhere) it answers what a
+    new object reading the store answers."""
+    with Store.open(location) as store:
+        one = ThreadlineSession("kept", store)
+        two = ThreadlineSession("kept", store)
+
+        def same() -> List[Dict[str, Any]]:
+            got = run(one.get_items())
+            assert dumped(got) == dumped(run(ThreadlineSession("kept", store).get_items()))
+            return got
+
+        run(one.add_items(TURN))
+        assert dumped(same()) == dumped(TURN)
+        # a tuple (kept as a list by the store) reads back as the list, from memory too
+        run(one.add_items([{"role": "user", "content": [{"type": "input_text", "text": "t"}], "t": (1, 2)}]))
+        assert same()[-1]["t"] == [1, 2]
+        run(two.add_items([{"role": "user", "content": "from two"}]))  # between one's writes
+        run(one.add_items([ANSWER]))
+        assert [i.get("content") for i in same()[-2:-1]] == ["from two"]
+        assert run(one.pop_item()) == ANSWER
+        assert dumped(same()[-1]) == dumped({"role": "user", "content": "from two"})
+        run(one.add_items([USER, CALL, OUTPUT]))  # after the rewind, on the new branch
+        assert len(same()) == 10
+        run(two.clear_session())
+        run(two.add_items([USER]))
+        run(one.add_items([ANSWER]))  # the session was started again under it
+        assert dumped(same()) == dumped([USER, ANSWER])
+        # the items returned are copies: changing them changes nothing remembered
+        run(one.get_items())[0]["content"] = "changed"
+        assert dumped(same()) == dumped([USER, ANSWER])
+
+
 def test_works_over_threadline_aio(location: str) -> None:
     async def go() -> List[Any]:
         async with threadline.aio.Store.open(location) as store:

@@ -62,6 +62,8 @@ OUTPUTS = {v: k for k, v in CALLS.items()}
 
 Item = Dict[str, Any]
 Entry = Tuple[Item, Dict[str, Any]]  # an item and the record holding it
+# a branch walk: the records list walked, how many of them, the leaf, the items, call kinds
+Walked = Tuple[List[Dict[str, Any]], int, Optional[str], List[Entry], Dict[str, str]]
 T = TypeVar("T")
 
 
@@ -220,10 +222,8 @@ def _check_items(items: Any) -> List[Item]:
     return items
 
 
-def _branch_items(envelopes: List[Dict[str, Any]], leaf: Optional[str]) -> List[Entry]:
-    """The items of the current branch, each with the record holding it, in seq order. Records
-    written by ``recover()`` (answers to calls a killed run left) have no SDK item: their
-    tool_results become output items of the call's kind."""
+def _on_branch(envelopes: List[Dict[str, Any]], leaf: Optional[str]) -> Set[str]:
+    """The uuids of the records on the branch ending at ``leaf``."""
     by_uuid = {e["uuid"]: e for e in envelopes}
     on_branch: Set[str] = set()
     e = by_uuid.get(leaf) if leaf is not None else None
@@ -231,11 +231,15 @@ def _branch_items(envelopes: List[Dict[str, Any]], leaf: Optional[str]) -> List[
         on_branch.add(e["uuid"])
         parent = e.get("parentUuid")
         e = by_uuid.get(parent) if parent is not None else None
-    kinds: Dict[str, str] = {}  # call id -> the call's type, for repaired outputs
-    out: List[Entry] = []
+    return on_branch
+
+
+def _extend_entries(out: List[Entry], kinds: Dict[str, str], envelopes: List[Dict[str, Any]]) -> None:
+    """Appends the items of some records of the current branch (in seq order) to ``out``, each
+    with the record holding it. Records written by ``recover()`` (answers to calls a killed run
+    left) have no SDK item: their tool_results become output items of the call's kind (``kinds``:
+    call id -> the call's type, kept across calls)."""
     for env in envelopes:
-        if env["uuid"] not in on_branch:
-            continue
         item = env.get(ITEM)
         if isinstance(item, dict):
             if item.get("type") in CALLS and isinstance(item.get("call_id"), str):
@@ -257,38 +261,65 @@ def _branch_items(envelopes: List[Dict[str, Any]], leaf: Optional[str]) -> List[
                 text = "".join(b.get("text", "") for b in text if isinstance(b, dict))
             kind = CALLS[kinds.get(call_id, "function_call")]
             out.append(({"type": kind, "call_id": call_id, "output": _output_text(text)}, env))
-    return out
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether a value reads back from the store as itself (JSON's types only: a tuple, which a
+    copy made by ``marshal`` keeps, comes back as a list)."""
+    t = type(value)
+    if t is dict:
+        return all(_is_plain(v) for v in value.values())
+    if t is list:
+        return all(_is_plain(v) for v in value)
+    return t in _SCALARS
+
+
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def _without_orphans(entries: List[Entry]) -> Tuple[List[Entry], List[Entry]]:
     """Leaves out what the model API refuses: a call without its output, an output without its
     call (both only left by a crash or a pop), a reasoning item with no item after it that it
     produced."""
-    calls = {i["call_id"] for i, _ in entries if i.get("type") in CALLS}
-    results = {i["call_id"] for i, _ in entries if i.get("type") in OUTPUTS}
+    types = [item.get("type") for item, _ in entries]
+    calls = {entries[i][0].get("call_id") for i, kind in enumerate(types) if kind in CALLS}
+    results = {entries[i][0].get("call_id") for i, kind in enumerate(types) if kind in OUTPUTS}
     kept: List[Entry] = []
+    kinds: List[Any] = []  # the type of each kept item
     dropped: List[Entry] = []
-    for entry in entries:
-        item = entry[0]
-        kind = item.get("type")
-        orphan = (kind in CALLS and item.get("call_id") not in results) or (
-            kind in OUTPUTS and item.get("call_id") not in calls
-        )
-        (dropped if orphan else kept).append(entry)
-    paired: List[Entry] = []
-    for entry in reversed(kept):
-        after = paired[-1][0] if paired else None
-        produced = (
-            after is not None
-            and after.get("type") != "reasoning"
-            and after.get("type") not in OUTPUTS
-            and after.get("role") not in ("user", "system", "developer")
-        )
-        if entry[0].get("type") == "reasoning" and not produced:
+    for entry, kind in zip(entries, types):
+        if kind in CALLS:
+            orphan = entry[0].get("call_id") not in results
+        elif kind in OUTPUTS:
+            orphan = entry[0].get("call_id") not in calls
+        else:
+            orphan = False
+        if orphan:
             dropped.append(entry)
         else:
-            paired.append(entry)
-    paired.reverse()
+            kept.append(entry)
+            kinds.append(kind)
+    if "reasoning" not in kinds:
+        return kept, dropped
+    # a reasoning item is produced-for when the kept item right after it is model output other
+    # than reasoning (a later reasoning item dropped too would leave it with none either way)
+    paired: List[Entry] = []
+    lone: List[Entry] = []
+    last = len(kept) - 1
+    for n, entry in enumerate(kept):
+        if kinds[n] == "reasoning":
+            after = kept[n + 1][0] if n < last else None
+            if (
+                after is None
+                or kinds[n + 1] == "reasoning"
+                or kinds[n + 1] in OUTPUTS
+                or after.get("role") in ("user", "system", "developer")
+            ):
+                lone.append(entry)
+                continue
+        paired.append(entry)
+    lone.reverse()  # in the order the backward pass found them
+    dropped.extend(lone)
     return paired, dropped
 
 
@@ -340,6 +371,8 @@ class ThreadlineSession:
         # one operation at a time per object, on whichever thread runs it
         self._lock = threading.Lock()
         self._read: List[Dict[str, Any]] = []  # the session's records as last read, in seq order
+        # the current branch's items as last walked, extended while the log only grew along it
+        self._walked: Optional[Walked] = None
         # per run (its Usage object): how many of its model requests' usage entries are stored
         self._usage_stored: Dict[int, Tuple["weakref.ref[Any]", int]] = {}
 
@@ -397,7 +430,58 @@ class ThreadlineSession:
         envelopes = self._envelopes(session)
         current = [b for b in session.branches() if b.get("current")]
         leaf = current[0]["leafUuid"] if current else (envelopes[-1]["uuid"] if envelopes else None)
-        return envelopes, _branch_items(envelopes, leaf)
+        walked = self._walked
+        if walked is not None and walked[0] is envelopes and walked[1] <= len(envelopes):
+            # the records since the last walk, each the child of the one before from the old leaf
+            # to the new one: the branch is the old one and them (else it is walked again: a
+            # rewind, a clear, another writer's branch)
+            new = envelopes[walked[1] :]
+            prev = walked[2]
+            for env in new:
+                if env.get("parentUuid") != prev:
+                    break
+                prev = env["uuid"]
+            else:
+                if prev == leaf:
+                    _extend_entries(walked[3], walked[4], new)
+                    self._walked = (envelopes, len(envelopes), leaf, walked[3], walked[4])
+                    return envelopes, walked[3]
+        entries: List[Entry] = []
+        kinds: Dict[str, str] = {}
+        on_branch = _on_branch(envelopes, leaf)
+        _extend_entries(entries, kinds, [env for env in envelopes if env["uuid"] in on_branch])
+        self._walked = (envelopes, len(envelopes), leaf, entries, kinds)
+        return envelopes, entries
+
+    def _remember(self, records: List[Dict[str, Any]], written: List[Dict[str, Any]]) -> None:
+        """Adds the records this object just wrote to those it has read, without reading them
+        back, when nothing else was written in between: the first one's seq follows the last read
+        and its parent is a record read (a session cleared and started again elsewhere has
+        neither); its items read back as themselves. Else the next read fetches them."""
+        if not self._read or not written or len(written) != len(records):
+            return
+        last = self._read[-1]
+        walked = self._walked
+        known = (last["uuid"], walked[2] if walked is not None else None)
+        if written[0].get("seq") != last["seq"] + 1 or written[0].get("parentUuid") not in known:
+            return
+        if not all(_is_plain(r[ITEM]) for r in records):
+            return
+        before = len(self._read)
+        for record, meta in zip(records, written):
+            env = {k: v for k, v in record.items() if k != "message"}  # as the adapter reads them
+            env.update(meta)
+            self._read.append(env)
+        # and the branch walked, when they continue it (as _history would find on the next read)
+        if walked is not None and walked[0] is self._read and walked[1] == before:
+            new = self._read[before:]
+            prev = walked[2]
+            for env in new:
+                if env.get("parentUuid") != prev:
+                    return
+                prev = env["uuid"]
+            _extend_entries(walked[3], walked[4], new)
+            self._walked = (self._read, len(self._read), prev, walked[3], walked[4])
 
     # ----- the Session protocol -----
 
@@ -419,11 +503,15 @@ class ThreadlineSession:
             session.recover(None, None)
         envelopes, items = self._history(session)
         kept, dropped = _without_orphans(items)
-        recorded = {
-            (e.get("data") or {}).get("uuid")
-            for e in envelopes
-            if e.get("type") == "event" and e.get("name") == DROPPED
-        }
+        recorded = (
+            {
+                (e.get("data") or {}).get("uuid")
+                for e in envelopes
+                if e.get("type") == "event" and e.get("name") == DROPPED
+            }
+            if dropped
+            else set()
+        )
         for item, env in dropped:
             if env["uuid"] in recorded:
                 continue
@@ -454,7 +542,7 @@ class ThreadlineSession:
             usage = self._usage_for(wrapper, snapshot)
             records = _records(snapshot, usage[0] if usage else None)
             try:
-                session.append_many(records)
+                written = session.append_many(records)
             except ThreadlineError as err:
                 # one record per item: name the item as the caller knows it
                 text = re.sub(
@@ -467,6 +555,10 @@ class ThreadlineSession:
                 renamed = ThreadlineError(text)
                 renamed.code = err.code
                 raise renamed from None
+            if not self._read and written and written[0].get("seq", 64) < 64:
+                self._history(session)  # a new session: reading and walking it costs nothing yet
+            else:
+                self._remember(records, written)
             if usage:
                 usage[1]()
 
@@ -522,6 +614,7 @@ class ThreadlineSession:
         await self._run(self._clear)
 
     def _clear(self) -> None:
+        self._read, self._walked = [], None
         try:
             self._store._native.delete_session(self.session_id)
         except ThreadlineError as err:
