@@ -149,7 +149,9 @@ class Controller {
     if (op.ro) this.stats.readonly++
     l.busy = op.i
     this.inflight.set(op.i, { op, w, lane, sent: now(), via: op.ro ? l.roVia : l.via })
-    w.proc.send({ t: 'op', lane, op })
+    // A worker that died a moment ago (its exit not seen yet) loses the op: its exit settles
+    // what it had in flight; the send's EPIPE goes to the callback, not thrown.
+    w.proc.send({ t: 'op', lane, op }, () => {})
   }
 
   fill() {
@@ -309,8 +311,9 @@ class Controller {
     }
     const until = now() + 30_000
     while (this.inflight.size && now() < until) await new Promise((r) => setTimeout(r, 20))
-    // A worker killed above may have lost its channel before its exit event marks it dead.
-    for (const w of live) if (!w.dead && w.proc.connected) w.proc.send({ t: 'exit' })
+    // A worker killed above may have lost its channel before its exit event marks it dead, or
+    // lose it while the message is on its way (EPIPE, given to the callback, not thrown).
+    for (const w of live) if (!w.dead && w.proc.connected) w.proc.send({ t: 'exit' }, () => {})
     const timer = setTimeout(() => live.forEach((w) => w.dead || w.proc.kill('SIGKILL')), 15_000)
     await Promise.all(live.map((w) => w.gone))
     clearTimeout(timer)
