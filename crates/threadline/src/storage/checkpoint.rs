@@ -10,7 +10,10 @@
 //! - every `PASSIVE_FRAMES` frames a PASSIVE checkpoint copies what it can, blocking nobody;
 //! - from `RESTART_FRAMES` on a RESTART checkpoint copies the rest while holding the write lock,
 //!   waits (at most `MAX_WAIT_MS`) for readers still on the log to finish their statement, and so
-//!   makes the next commit, in any process, start the log over. Readers in this library hold a
+//!   makes the next commit, in any process, start the log over. It first waits, holding no lock,
+//!   until no reader is left on an older snapshot (PASSIVE checkpoints copy all of the log): a
+//!   reader in a stopped process would otherwise hold every writer up while the write lock waits
+//!   for it. Readers in this library hold a
 //!   snapshot for one statement (a page of a bulk read, at most about 1 MiB of it), so the wait
 //!   is short. A reader that holds the log longer (a transaction held open outside this library)
 //!   makes the try fail; one that kept the PASSIVE checkpoints from copying anything further
@@ -18,7 +21,9 @@
 //!   comes after the log has grown some more (4, 8, 16, then every 32 MiB);
 //! - should the thread fall behind (a slow disk, no CPU to spare), the commit that takes the log
 //!   past `WRITER_FRAMES` runs that RESTART checkpoint itself before it returns, so the log
-//!   cannot outgrow the thread by more than the writer's pace allows; with the same back-off,
+//!   cannot outgrow the thread by more than the writer's pace allows (it waits for readers on
+//!   older snapshots only `WRITER_DRAIN_MS`: its own process's appends wait with it); with the
+//!   same back-off,
 //!   except that a try which found another connection's checkpoint running for as long as it
 //!   could wait is made again at the next commit (that checkpoint is the one holding it up);
 //! - a store opened with a log over `OPEN_CHECKPOINT_BYTES` (left by a process that was killed,
@@ -70,6 +75,11 @@ pub const OPEN_CHECKPOINT_BYTES: u64 = PASSIVE_FRAMES as u64 * FRAME_BYTES;
 /// The longest a checkpoint waits for a lock (and so holds up writers while it waits for
 /// readers); less if `busyTimeoutMs` is shorter.
 const MAX_WAIT_MS: u32 = 100;
+/// The longest a commit that makes the log start over itself waits for readers on older
+/// snapshots to move on: it holds up its own process's appends while it waits, and a reader
+/// that does not move on (a process stopped mid-read) would do so at every try. The thread waits
+/// up to `MAX_WAIT_MS`.
+const WRITER_DRAIN_MS: u32 = 5;
 
 /// When the log is next due to start over, after how many failed tries.
 struct Due {
@@ -160,7 +170,8 @@ impl Signal {
             // database's name, both valid during the call.
             let outcome = unsafe {
                 set_busy_handler(db, self.wait_ms);
-                let outcome = self.restart(db, name, ffi::SQLITE_CHECKPOINT_RESTART);
+                let outcome =
+                    self.restart(db, name, ffi::SQLITE_CHECKPOINT_RESTART, WRITER_DRAIN_MS);
                 set_busy_handler(db, self.busy_ms);
                 outcome
             };
@@ -178,7 +189,7 @@ impl Signal {
     /// `db` and `name` must be a valid connection and the name of one of its databases.
     unsafe fn passive(&self, db: *mut ffi::sqlite3, name: *const c_char) -> bool {
         let mode = ffi::SQLITE_CHECKPOINT_PASSIVE;
-        let Ok((log, copied)) = (unsafe { checkpoint(db, name, mode, self.wait_ms) }) else {
+        let Ok((log, copied)) = (unsafe { checkpoint(db, name, mode, 0) }) else {
             return false;
         };
         let before = self.passive.swap(packed(log, copied), Ordering::Relaxed);
@@ -193,15 +204,48 @@ impl Signal {
     ///
     /// # Safety
     /// `db` and `name` must be a valid connection and the name of one of its databases.
-    unsafe fn restart(&self, db: *mut ffi::sqlite3, name: *const c_char, mode: c_int) -> Outcome {
+    unsafe fn restart(
+        &self,
+        db: *mut ffi::sqlite3,
+        name: *const c_char,
+        mode: c_int,
+        drain_ms: u32,
+    ) -> Outcome {
         if unsafe { self.passive(db, name) } {
             return Outcome::Failed;
+        }
+        if let Err(outcome) = unsafe { drained(db, name, drain_ms) } {
+            return outcome;
         }
         match unsafe { checkpoint(db, name, mode, self.wait_ms) } {
             Ok((log, copied)) if log == copied => Outcome::Done,
             Err(Outcome::Busy) => Outcome::Busy,
             _ => Outcome::Failed,
         }
+    }
+}
+
+/// Waits, holding no lock, until a PASSIVE checkpoint has copied the whole log: no reader is
+/// left on an older snapshot. Only then may the write lock be taken, for while it is held the
+/// checkpoint waits for such readers and every writer waits with it, and a reader in a process
+/// that was stopped mid-read (SIGSTOP, a debugger) would hold them all up for `wait_ms`, at each
+/// try of each process. Gives up after `wait_ms`: Busy if another connection's checkpoint was
+/// running, Failed if a reader held the log.
+///
+/// # Safety
+/// `db` and `name` must be a valid connection and the name of one of its databases.
+unsafe fn drained(db: *mut ffi::sqlite3, name: *const c_char, wait_ms: u32) -> Result<(), Outcome> {
+    let start = Instant::now();
+    loop {
+        let outcome = match unsafe { checkpoint(db, name, ffi::SQLITE_CHECKPOINT_PASSIVE, 0) } {
+            Ok((log, copied)) if copied >= log => return Ok(()),
+            Ok(_) => Outcome::Failed,
+            Err(outcome) => outcome,
+        };
+        if start.elapsed() >= Duration::from_millis(wait_ms as u64) {
+            return Err(outcome);
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -264,7 +308,9 @@ impl Checkpointer {
                 };
                 let mut opened = reads(&conn).is_ok();
                 if truncate && opened {
-                    unsafe { seen.restart(db, main, ffi::SQLITE_CHECKPOINT_TRUNCATE) };
+                    unsafe {
+                        seen.restart(db, main, ffi::SQLITE_CHECKPOINT_TRUNCATE, seen.wait_ms)
+                    };
                 }
                 let mut due = Due::new(RESTART_FRAMES);
                 while rx.recv().is_ok() {
@@ -277,8 +323,9 @@ impl Checkpointer {
                         // A failure (busy, disk) is harmless: the frames stay in the log.
                         unsafe { seen.passive(db, main) };
                     } else {
-                        let outcome =
-                            unsafe { seen.restart(db, main, ffi::SQLITE_CHECKPOINT_RESTART) };
+                        let outcome = unsafe {
+                            seen.restart(db, main, ffi::SQLITE_CHECKPOINT_RESTART, seen.wait_ms)
+                        };
                         due.tried(outcome, frames);
                     }
                 }
@@ -335,7 +382,8 @@ impl Drop for Checkpointer {
 /// Runs a checkpoint: the frames in the log and the frames copied if it ran to its end (for
 /// RESTART and TRUNCATE: copied everything and no reader is left on the log). A checkpoint by
 /// another connection (another process's, say) makes SQLite give up at once without a try: then
-/// it tries again, for at most `wait_ms` (Busy if that one is still running then).
+/// it tries again, for at most `wait_ms` (Busy if that one is still running then; at once with
+/// 0).
 ///
 /// # Safety
 /// `db` and `name` must be a valid connection and the name of one of its databases.
@@ -353,7 +401,7 @@ unsafe fn checkpoint(
         match rc {
             // -1 here: the connection had not opened the log (it had read nothing yet).
             ffi::SQLITE_OK if log >= 0 && copied >= 0 => return Ok((log as u32, copied as u32)),
-            ffi::SQLITE_BUSY if log == -1 && mode != ffi::SQLITE_CHECKPOINT_PASSIVE => {
+            ffi::SQLITE_BUSY if log == -1 => {
                 if start.elapsed() >= Duration::from_millis(wait_ms as u64) {
                     return Err(Outcome::Busy);
                 }
@@ -472,6 +520,61 @@ mod tests {
             max < WRITER_FRAMES as u64 * FRAME_BYTES,
             "the log grew to {max} bytes"
         );
+    }
+
+    /// Frames in the log of the store at `path`.
+    fn frames(path: &str) -> u64 {
+        wal_bytes(path).saturating_sub(32) / FRAME_BYTES
+    }
+
+    #[test]
+    fn a_reader_left_on_an_older_snapshot_holds_no_writer_up_when_the_log_is_due_to_start_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, conn) = store(&dir);
+        // The writer never waits for a lock: any moment a checkpoint holds the write lock shows
+        // as a failed insert.
+        set_busy_timeout(&conn, 0).unwrap();
+        let c = Checkpointer::start(&path, 5000, false).unwrap();
+        c.watch(&conn);
+        let row = vec![7u8; 8000];
+        let mut busy = 0;
+        let mut insert = || match conn.execute("INSERT INTO t(x) VALUES (?1)", [&row]) {
+            Ok(_) => {}
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                busy += 1
+            }
+            Err(e) => panic!("{e}"),
+        };
+        // The reader takes its snapshot after the thread's last PASSIVE checkpoint, as a process
+        // stopped in the middle of a read does: nothing marks it as a reader that holds the log.
+        while frames(&path) < RESTART_FRAMES as u64 - 200 {
+            insert();
+        }
+        let reader = Connection::open(&path).unwrap();
+        reader
+            .execute_batch("BEGIN; SELECT count(*) FROM t;")
+            .unwrap();
+        while frames(&path) < RESTART_FRAMES as u64 {
+            insert();
+        }
+        // The thread is due to make the log start over; the writer goes on for 400 ms meanwhile.
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(400) {
+            insert();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            frames(&path) < WRITER_FRAMES as u64,
+            "the writer did not run a checkpoint itself"
+        );
+        Checkpointer::unwatch(&conn);
+        assert_eq!(
+            busy, 0,
+            "inserts that found the write lock taken while the reader held the log"
+        );
+        reader.execute_batch("COMMIT").unwrap();
     }
 
     #[test]
