@@ -225,7 +225,9 @@ class Controller {
       setTimeout(() => this.noteInCommit(w, stop), 1)
       return
     }
-    stop.inCommit = faults.holdsWriteLock(w.proc.pid, fs.realpathSync(this.paths.real))
+    const real = fs.realpathSync(this.paths.real)
+    stop.inCommit = faults.holdsWriteLock(w.proc.pid, real)
+    stop.locks = faults.locksHeld(w.proc.pid, real)
   }
 
   endStop(w) {

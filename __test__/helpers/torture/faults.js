@@ -90,6 +90,44 @@ function holdsWriteLock(pid, real) {
   })
 }
 
+// The locks process `pid` holds on the files beside the store at `real` (the store, its -wal and
+// -shm, the append logs), as /proc/locks lists them: "POSIX WRITE s.db-shm 120-121", "FLOCK WRITE
+// ...". Said with an R5 violation: a stopped process holds them until it runs again.
+function locksHeld(pid, real) {
+  const names = new Map()
+  const dir = path.dirname(real)
+  const look = (d, depth) => {
+    let entries = []
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true })
+    } catch {
+      return
+    }
+    for (const e of entries) {
+      const p = path.join(d, e.name)
+      if (e.isDirectory() && depth < 2) look(p, depth + 1)
+      else if (e.isFile()) {
+        try {
+          names.set(fs.statSync(p).ino, path.relative(dir, p))
+        } catch {}
+      }
+    }
+  }
+  look(dir, 0)
+  let locks = ''
+  try {
+    locks = fs.readFileSync('/proc/locks', 'utf8')
+  } catch {
+    return []
+  }
+  return locks.split('\n').flatMap((l) => {
+    const f = l.trim().split(/\s+/)
+    if (f[1] === '->' || Number(f[4]) !== pid) return []
+    const name = names.get(Number(f[5]?.split(':')[2]))
+    return name ? [`${f[1]} ${f[3]} ${name} ${f[6]}-${f[7]}`] : []
+  })
+}
+
 // Whether process `pid` is stopped (state T).
 function isStopped(pid) {
   try {
@@ -140,4 +178,4 @@ function freezeServer(ms) {
   }, ms))
 }
 
-module.exports = { sqlitePaths, canFill, fill, unmountSmall, postgresUrls, restartServer, freezeServer, holdsWriteLock, isStopped }
+module.exports = { sqlitePaths, canFill, fill, unmountSmall, postgresUrls, restartServer, freezeServer, holdsWriteLock, locksHeld, isStopped }
