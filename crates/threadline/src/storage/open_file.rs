@@ -13,12 +13,13 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
 use crate::error::Result;
 use crate::model::options::{Durability, StoreOptions};
-use crate::storage::batch::{self, Batch, MAX_AGE};
+use crate::storage::batch::{self, Batch, IDLE, MAX_AGE};
 use crate::storage::checkpoint::Checkpointer;
 use crate::storage::db::Db;
 
@@ -216,18 +217,40 @@ fn batching_files() -> Vec<Arc<OpenFile>> {
     files.iter().filter_map(Weak::upgrade).collect()
 }
 
-/// The flusher thread: once a batch opened, commits every batch `MAX_AGE` old, until none is
-/// left open.
+/// The flusher thread: once a batch opened, commits every batch once no append joined it for
+/// `IDLE`, or once it is `MAX_AGE` old, until none is left open. While appends keep coming it
+/// looks at the connections only every `MAX_AGE` (a look takes each one's lock).
 fn commit_when_old() {
     loop {
         batch::wait_for_batch();
+        let mut looked = Instant::now();
+        let mut nap = IDLE;
+        let mut again = false;
         loop {
-            std::thread::sleep(MAX_AGE);
+            std::thread::sleep(nap);
+            let since = batch::idle_for();
+            if since < IDLE && looked.elapsed() < MAX_AGE {
+                // An append came since: looked at again once it is IDLE old, in case it was the
+                // last before a pause; if appends keep coming, and batch, only when the batch is
+                // due (a thread woken every IDLE would take CPU from the appending one).
+                nap = if again {
+                    MAX_AGE.saturating_sub(looked.elapsed())
+                } else {
+                    IDLE - since
+                };
+                again = true;
+                continue;
+            }
+            let idle = since >= IDLE;
+            nap = IDLE;
+            again = false;
+            looked = Instant::now();
+            let age = if idle { Duration::ZERO } else { MAX_AGE };
             let mut open = false;
             for f in batching_files() {
                 let conn = f.conn.lock().unwrap_or_else(|e| e.into_inner());
                 // A failed commit is owed, and replayed by the next write.
-                let _ = conn.commit_batch_if_older(MAX_AGE);
+                let _ = conn.commit_batch_if_older(age);
                 open |= conn.batch_open();
             }
             if !open {
