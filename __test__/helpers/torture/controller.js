@@ -228,6 +228,20 @@ class Controller {
     const real = fs.realpathSync(this.paths.real)
     stop.inCommit = faults.holdsWriteLock(w.proc.pid, real)
     stop.locks = faults.locksHeld(w.proc.pid, real)
+    // Who holds the write lock while the stop lasts (looked at every 20 ms): a running process
+    // that holds it for long holds the others' appends up, whatever the stopped one holds.
+    const look = () => {
+      if (stop.end !== null) return
+      for (const pid of faults.writeLockHolders(real)) {
+        const holder = [...this.workers.values()].find((x) => x.proc.pid === pid)
+        const who = holder ? holder.id : `pid ${pid}`
+        stop.writers = stop.writers || new Map()
+        stop.writers.set(who, (stop.writers.get(who) || 0) + 1)
+      }
+      stop.looks = (stop.looks || 0) + 1
+      setTimeout(look, 20)
+    }
+    look()
   }
 
   endStop(w) {

@@ -65,6 +65,23 @@ function postgresUrls(base, schema) {
 // holds it was inside a commit or a RESTART checkpoint (docs/recovery.md: others wait for it
 // until it runs again).
 const WRITE_LOCK = 120
+
+// The processes that hold SQLite's write lock on the store at `real` (see holdsWriteLock).
+function writeLockHolders(real) {
+  let ino
+  let locks = ''
+  try {
+    ino = fs.statSync(`${real}-shm`).ino
+    locks = fs.readFileSync('/proc/locks', 'utf8')
+  } catch {
+    return []
+  }
+  return locks.split('\n').flatMap((l) => {
+    const f = l.trim().split(/\s+/)
+    if (f[1] !== 'POSIX' || f[3] !== 'WRITE' || Number(f[5]?.split(':')[2]) !== ino) return []
+    return Number(f[6]) <= WRITE_LOCK && (f[7] === 'EOF' || Number(f[7]) >= WRITE_LOCK) ? [Number(f[4])] : []
+  })
+}
 function holdsWriteLock(pid, real) {
   let ino
   try {
@@ -178,4 +195,4 @@ function freezeServer(ms) {
   }, ms))
 }
 
-module.exports = { sqlitePaths, canFill, fill, unmountSmall, postgresUrls, restartServer, freezeServer, holdsWriteLock, locksHeld, isStopped }
+module.exports = { sqlitePaths, canFill, fill, unmountSmall, postgresUrls, restartServer, freezeServer, holdsWriteLock, writeLockHolders, locksHeld, isStopped }
