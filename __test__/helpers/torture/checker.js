@@ -253,7 +253,8 @@ function r5(stops, timeline, serverFaults, add) {
     const released = Math.min(...others.filter((o) => o.ok).map((o) => o.done - st.end))
     if (!b && !(released <= 100)) continue
     const done = during.filter((o) => o.done <= st.end).length
-    add('R5', st.i, `${st.w} stopped ${(st.end - st.start).toFixed(0)} ms: ${early.length} appends of other processes began in its first half, none completed before it ended (${b} met STORE_BUSY, the first done ${released.toFixed(0)} ms after SIGCONT; ${done} ops of any kind completed during the stop; it held ${st.locks?.length ? st.locks.join(', ') : 'no lock on the store\'s files'}; the write lock was held in ${st.writers ? [...st.writers].map(([w, n]) => `${n} by ${w}`).join(', ') : 'none'} of ${st.looks ?? 0} looks 20 ms apart)`)
+    const held = early.map((o) => `${o.w} ${o.kind} ${o.ok ? `done ${(o.done - st.end).toFixed(0)} ms after SIGCONT` : o.code}`)
+    add('R5', st.i, `${st.w} stopped ${(st.end - st.start).toFixed(0)} ms: ${early.length} appends of other processes began in its first half (${held.join('; ')}), none completed before it ended (${b} met STORE_BUSY, the first done ${released.toFixed(0)} ms after SIGCONT; ${done} ops of any kind completed during the stop; it held ${st.locks?.length ? st.locks.join(', ') : 'no lock on the store\'s files'}; the write lock was held in ${st.writers ? [...st.writers].map(([w, n]) => `${n} by ${w}`).join(', ') : 'none'} of ${st.looks ?? 0} looks 20 ms apart)`)
   }
   return { busy, worst, inCommit }
 }

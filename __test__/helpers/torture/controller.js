@@ -37,7 +37,7 @@ class Controller {
     this.workers = new Map()
     this.inflight = new Map() // op index -> { op, w, lane, sent, via }
     this.violations = []
-    this.timeline = [] // every op's outcome: { w, write, sent, done, ok, code, lat, busy }
+    this.timeline = [] // every op's outcome: { w, kind, write, sent, done, ok, code, lat, busy }
     this.stops = []
     this.serverFaults = []
     this.opened = new Map()
