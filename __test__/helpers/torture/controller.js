@@ -381,7 +381,7 @@ async function run(opts) {
     process.removeListener('exit', cleanup)
     for (const sig of ['SIGINT', 'SIGTERM']) process.removeListener(sig, interrupted)
   }
-  const { busy, worst, inCommit } = check.r5(c.stops, c.timeline, c.serverFaults, (rule, i, msg) => c.add(rule, i, msg))
+  const { busy, worst, inCommit, unlocked } = check.r5(c.stops, c.timeline, c.serverFaults, (rule, i, msg) => c.add(rule, i, msg))
   if (c.smallDisk && !opts.keep) faults.unmountSmall(path.dirname(c.paths.real))
   if (!opts.keep) fs.rmSync(c.dir, { recursive: true, force: true })
   return {
@@ -395,6 +395,7 @@ async function run(opts) {
     stopBusy: busy,
     worstStopLatency: worst,
     stopsInCommit: inCommit,
+    stopsUnlocked: unlocked,
     diskFull: c.smallDisk ? 'simulated' : opts.engine === 'postgres' ? 'n/a' : 'not simulated (needs root to mount a tmpfs)',
     violations: c.violations,
     dir: c.dir,

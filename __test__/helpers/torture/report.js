@@ -22,6 +22,7 @@ function summaryLine(s) {
     `STORE_BUSY: ${s.stats.busyWrites} writes and ${s.stats.busyOther} other ops failed, ${s.stats.busyRetried} retried, ${s.stopBusy} during stops`,
     `worst append latency during a stop ${s.worstStopLatency.toFixed(0)} ms`,
     `stops inside a commit (SQLite's write lock held) ${s.stopsInCommit ?? 0}`,
+    `stops in which others' appends were slow while no process held the write lock ${s.stopsUnlocked ?? 0}`,
     `missing acknowledged records by their writer's path: ${Object.entries(s.stats.missingVia).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
     `${s.stats.locked} SESSION_LOCKED`,
     `errors: ${errors}`,
