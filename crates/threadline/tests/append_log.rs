@@ -91,6 +91,97 @@ fn a_tool_result_appended_in_the_batch_of_its_call_settles_it() {
     }
 }
 
+/// The journal rows of session `id`, with whether each has ended instead of when, and without
+/// the calls' record uuids (made anew by each run).
+fn journal(store: &Store, id: &str) -> Vec<serde_json::Value> {
+    let s = store.open_session(id, None).unwrap();
+    let mut rows = s.tool_calls(None).unwrap();
+    for r in &mut rows {
+        let o = r.as_object_mut().unwrap();
+        let ended = !o["endedAt"].is_null();
+        for k in ["requestedAt", "startedAt", "endedAt", "callUuid"] {
+            o.remove(k).unwrap();
+        }
+        o.insert("ended".into(), json!(ended));
+    }
+    rows
+}
+
+#[test]
+fn calls_answered_in_the_batch_that_requested_them_leave_the_journal_a_commit_per_append_leaves() {
+    let use_ = |ids: &[&str]| {
+        let blocks: Vec<_> = ids
+            .iter()
+            .map(|id| json!({"type": "tool_use", "id": id, "name": "Bash", "input": {"command": id}}))
+            .collect();
+        json!({"role": "assistant", "content": blocks})
+    };
+    let result = |id: &str, is_error: bool| {
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": format!("out {id}"), "is_error": is_error}]})
+    };
+    let run = |durability: threadline::Durability| {
+        let (dir, path) = temp_store();
+        let store = Store::open(
+            Some(&path),
+            StoreOptions {
+                durability,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let s = session(&store, "s");
+        s.append(json!("go"), None).unwrap();
+        // requested and answered (one failed, two at once) while the batch holds the requests
+        s.append(use_(&["a", "b"]), None).unwrap();
+        s.append(result("a", false), None).unwrap();
+        s.append(result("b", true), None).unwrap();
+        s.append(result("a", false), None).unwrap();
+        s.append_many(vec![use_(&["c"]), result("c", false)])
+            .unwrap();
+        // a request refused with its append (the next record is too large): its result answers
+        // nothing
+        let too_large = json!("x".repeat(33 << 20));
+        let refused = s.append_many(vec![use_(&["d"]), too_large]).unwrap_err();
+        assert_eq!(refused.code(), "INVALID_INPUT");
+        s.append(result("d", false), None).unwrap();
+        // a call id stored before the batch, repeated by a later response: the first row holds
+        s.append(use_(&["e"]), None).unwrap();
+        assert_eq!(s.messages().unwrap().len(), 8, "a read flushes the batch");
+        s.append(use_(&["e", "f"]), None).unwrap();
+        s.append(result("e", false), None).unwrap();
+        s.append(result("f", false), None).unwrap();
+        let messages = s.messages().unwrap().len();
+        drop(s);
+        drop(store);
+        let reopened = Store::open(Some(&path), StoreOptions::default()).unwrap();
+        (dir, messages, journal(&reopened, "s"))
+    };
+    let (_a, batched_messages, batched) = run(threadline::Durability::Process);
+    let (_b, alone_messages, alone) = run(threadline::Durability::Power);
+    assert_eq!(batched, alone);
+    assert_eq!(batched_messages, alone_messages);
+    let ids: Vec<_> = batched.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ["a", "b", "c", "e", "f"],
+        "no row of the refused request"
+    );
+    let states: Vec<_> = batched
+        .iter()
+        .map(|r| r["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states,
+        ["completed", "failed", "completed", "completed", "completed"]
+    );
+    assert_eq!(
+        batched[3]["callSeq"],
+        json!(8),
+        "the first request of e holds its row"
+    );
+}
+
 #[test]
 fn a_failed_append_leaves_the_batch_as_it_was() {
     let (_dir, path) = temp_store();

@@ -14,5 +14,6 @@ pub(crate) mod options;
 pub(crate) mod state;
 pub(crate) mod stream;
 pub(crate) mod tokens;
+pub(crate) mod tool_call;
 pub(crate) mod usage;
 pub(crate) mod validate;

@@ -27,7 +27,7 @@
 //! fsync, which a batch would not save.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -38,6 +38,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::model::options::Durability;
+use crate::model::tool_call::Entry as CallEntry;
 use crate::storage::append_log::{AppendLog, LogRead, Orphan};
 
 /// The most appends one batch holds before it is flushed.
@@ -103,7 +104,12 @@ struct Notes {
     sessions: HashSet<i64>,
     uuids: HashSet<(i64, String)>,
     keys: HashSet<(i64, String)>,
-    calls: HashSet<(i64, String)>,
+    /// the journal rows the staged writes make, as they leave them (an append answering a call
+    /// requested earlier in the batch reads it here, not by running the batch's writes first)
+    calls: HashMap<(i64, String), CallEntry>,
+    /// what the append in progress changed in `calls`, with what was there before: put back if
+    /// it fails (its staged writes are dropped)
+    calls_undo: Vec<((i64, String), Option<CallEntry>)>,
 }
 
 /// The append in progress: its session, where its staged writes begin, and whether a read made
@@ -286,6 +292,7 @@ impl Batch {
             promoted: false,
             prior: self.touched.borrow().iter().find(|t| t.num == num).copied(),
         }));
+        self.notes.borrow_mut().calls_undo.clear();
     }
 
     /// Stages a write of the append in progress.
@@ -306,11 +313,44 @@ impl Batch {
         }
     }
 
-    /// Notes a tool call's journal entry staged for session `num`.
-    pub fn note_call(&self, num: i64, id: &str) {
-        if self.staging() {
-            self.notes.borrow_mut().calls.insert((num, id.to_string()));
+    /// Notes a tool call's journal row staged for session `num` (its INSERT keeps the first row of
+    /// an id, and so does the note), or the row as a staged update leaves it (`changed`).
+    pub fn note_call(&self, num: i64, entry: &CallEntry, changed: bool) {
+        if !self.staging() {
+            return;
         }
+        let mut notes = self.notes.borrow_mut();
+        let key = (num, entry.id.clone());
+        if !changed && notes.calls.contains_key(&key) {
+            return;
+        }
+        let before = notes.calls.insert(key.clone(), entry.clone());
+        notes.calls_undo.push((key, before));
+    }
+
+    /// The journal row of call `id` of session `num` as the staged writes leave it, if an append
+    /// of the batch staged one (a row stored before the batch may hold the id: see journal.rs).
+    pub fn staged_call(&self, num: i64, id: &str) -> Option<CallEntry> {
+        if !self.staging() {
+            return None;
+        }
+        self.notes
+            .borrow()
+            .calls
+            .get(&(num, id.to_string()))
+            .cloned()
+    }
+
+    /// Runs `read` inside the append in progress without the staged writes (it sees what was
+    /// committed before the batch).
+    pub fn read_without_staged<T>(&self, read: impl FnOnce() -> T) -> T {
+        if !self.staging() {
+            return read();
+        }
+        self.unaffected.set(true);
+        let out = read();
+        self.unaffected.set(false);
+        out
     }
 
     /// Runs `read` (a read of session `num` looking up `probe`) without the staged writes when
@@ -322,16 +362,13 @@ impl Batch {
                 Probe::Session => !notes.sessions.contains(&num),
                 Probe::Uuid(u) => !notes.uuids.contains(&(num, u.to_string())),
                 Probe::Key(k) => !notes.keys.contains(&(num, k.to_string())),
-                Probe::Call(id) => !notes.calls.contains(&(num, id.to_string())),
+                Probe::Call(id) => !notes.calls.contains_key(&(num, id.to_string())),
             };
         drop(notes);
         if !unaffected {
             return read();
         }
-        self.unaffected.set(true);
-        let out = read();
-        self.unaffected.set(false);
-        out
+        self.read_without_staged(read)
     }
 
     /// Before a read on the connection: it is to see every acknowledged append. Inside an append
@@ -462,6 +499,14 @@ impl Batch {
         if !cur.promoted {
             if !ok && self.is_open() {
                 self.staged.borrow_mut().truncate(cur.mark);
+                let mut notes = self.notes.borrow_mut();
+                while let Some((key, before)) = notes.calls_undo.pop() {
+                    match before {
+                        Some(e) => notes.calls.insert(key, e),
+                        None => notes.calls.remove(&key),
+                    };
+                }
+                drop(notes);
                 let mut touched = self.touched.borrow_mut();
                 touched.retain(|t| t.num != cur.num);
                 touched.extend(cur.prior);

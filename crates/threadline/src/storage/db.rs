@@ -620,10 +620,29 @@ impl Db {
         }
     }
 
-    /// Notes a tool call's journal entry of session `num` staged in the batch.
-    pub fn note_call(&self, num: i64, id: &str) {
+    /// Notes a tool call's journal row of session `num` as a staged write leaves it: made
+    /// (`changed` false: the first row of an id holds) or changed (`Batch::note_call`).
+    pub fn note_call(&self, num: i64, entry: &crate::model::tool_call::Entry, changed: bool) {
         if let Db::Sqlite(_, batch) = self {
-            batch.note_call(num, id);
+            batch.note_call(num, entry, changed);
+        }
+    }
+
+    /// The journal row of call `id` of session `num` an append of the open batch staged, as the
+    /// staged writes leave it (`Batch::staged_call`); None on PostgreSQL (nothing is staged).
+    pub fn staged_call(&self, num: i64, id: &str) -> Option<crate::model::tool_call::Entry> {
+        match self {
+            Db::Sqlite(_, batch) => batch.staged_call(num, id),
+            Db::Postgres(_) => None,
+        }
+    }
+
+    /// Runs `read` inside an append without the writes the batch staged: it sees what was
+    /// committed before the batch (`Batch::read_without_staged`).
+    pub fn read_without_staged<T>(&self, read: impl FnOnce() -> T) -> T {
+        match self {
+            Db::Sqlite(_, batch) => batch.read_without_staged(read),
+            Db::Postgres(_) => read(),
         }
     }
 

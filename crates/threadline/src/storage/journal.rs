@@ -7,82 +7,13 @@ use std::collections::HashSet;
 
 use crate::storage::db::{args, Db, Row};
 use rusqlite::types::ValueRef;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::model::message::{CallFact, MessageFacts, ResultFact};
+use crate::model::message::{CallFact, MessageFacts};
+pub use crate::model::tool_call::{CallState, Entry};
 use crate::storage::batch::Probe;
 use crate::storage::checksum;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CallState {
-    Requested,
-    Started,
-    Completed,
-    Failed,
-    Denied,
-}
-
-impl CallState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallState::Requested => "requested",
-            CallState::Started => "started",
-            CallState::Completed => "completed",
-            CallState::Failed => "failed",
-            CallState::Denied => "denied",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<CallState> {
-        Some(match s {
-            "requested" => CallState::Requested,
-            "started" => CallState::Started,
-            "completed" => CallState::Completed,
-            "failed" => CallState::Failed,
-            "denied" => CallState::Denied,
-            _ => return None,
-        })
-    }
-
-    /// The state a result block puts its call in.
-    fn of_result(r: &ResultFact) -> CallState {
-        if r.denied {
-            CallState::Denied
-        } else if r.is_error {
-            CallState::Failed
-        } else {
-            CallState::Completed
-        }
-    }
-
-    pub fn has_outcome(self) -> bool {
-        !matches!(self, CallState::Requested | CallState::Started)
-    }
-}
-
-/// One row of the journal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Entry {
-    pub id: String,
-    pub kind: String,
-    pub name: String,
-    /// the record holding the call
-    pub call_seq: u64,
-    /// the block's position among the calls of that record
-    pub ord: u64,
-    pub state: CallState,
-    pub requested_ms: i64,
-    pub started_ms: Option<i64>,
-    pub ended_ms: Option<i64>,
-    /// the record holding the result, once one is in the history
-    pub result_seq: Option<u64>,
-    /// what `recordToolOutcome` recorded: `{content, is_error?, toolUseResult?}`
-    pub outcome: Option<Map<String, Value>>,
-}
 
 /// The columns of a journal row, as its checksum covers them (the session's number first: a row
 /// belongs to one session), then the checksum.
@@ -348,7 +279,9 @@ pub fn answers_a_call(
 ) -> Result<bool> {
     for r in &facts.results {
         let id = r.tool_use_id.as_str();
+        // requested by an append of the open batch: its staged row, or one stored before, is there
         if pending.iter().any(|p| p == id)
+            || conn.staged_call(session, id).is_some()
             || conn
                 .read_unaffected(session, Probe::Call(id), || get(conn, session, id))?
                 .is_some()
@@ -383,8 +316,14 @@ pub fn on_message(
         }
         // Read (and checked) before it changes: the new checksum is of the new values.
         let id = r.tool_use_id.as_str();
-        let found =
-            conn.read_unaffected(session, Probe::Call(id), || get_raw(conn, session, id))?;
+        let staged = staged(conn, session, id)?;
+        let found = match &staged {
+            // a row an append of the batch made carries no outcome (recordToolOutcome is no append)
+            Some(e) => Some((e.clone(), None)),
+            None => {
+                conn.read_unaffected(session, Probe::Call(id), || get_raw(conn, session, id))?
+            }
+        };
         let Some((e, outcome)) = found else {
             continue;
         };
@@ -418,8 +357,34 @@ pub fn on_message(
                 r.tool_use_id,
             ],
         )?;
+        if staged.is_some() {
+            let settled = Entry {
+                state,
+                ended_ms: next.ended_ms,
+                result_seq: Some(seq),
+                ..e.clone()
+            };
+            conn.note_call(session, &settled, true);
+        }
     }
     Ok(())
+}
+
+/// The journal row of call `id` as the open batch's staged writes leave it, when an append of
+/// the batch requested the call and no row of that id was stored before the batch (then the
+/// staged INSERT made nothing, and the stored row holds: read as any row).
+fn staged(conn: &Db, session: i64, id: &str) -> Result<Option<Entry>> {
+    let Some(e) = conn.staged_call(session, id) else {
+        return Ok(None);
+    };
+    let stored_before = conn.read_without_staged(|| {
+        conn.query_row(
+            "SELECT 1 FROM tool_calls WHERE session = ?1 AND id = ?2",
+            &args![session, id],
+            |_| Ok(()),
+        )
+    })?;
+    Ok(stored_before.is_none().then_some(e))
 }
 
 fn request(
@@ -455,7 +420,7 @@ fn request(
         outcome: None,
     }
     .sum();
-    conn.note_call(session, &call.id);
+    conn.note_call(session, &e, false);
     conn.execute_later(
         "INSERT INTO tool_calls(session, id, kind, name, call_seq, ord, state, requested_ms, crc)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'requested', ?7, ?8) ON CONFLICT DO NOTHING",
