@@ -42,11 +42,12 @@ impl NativeStore {
     }
 
     /// The entries of the session the key names as one JSON array text, or null.
-    #[napi(catch_unwind)]
-    pub fn claude_code_load(&self, key_json: String) -> Result<Option<String>> {
+    #[napi(catch_unwind, ts_return_type = "string | null")]
+    pub fn claude_code_load(&self, key_json: String) -> Result<Option<crate::text::Latin1>> {
         crate::error::guard("claudeCodeLoad", || {
             let key = Key::from_json(&key_json).or_throw()?;
-            mirror::load(&self.shared(), &key).or_throw()
+            let text = mirror::load(&self.shared(), &key).or_throw()?;
+            Ok(text.map(|t| crate::text::Latin1(t.into_bytes())))
         })
     }
 
@@ -99,7 +100,7 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 async_twins!(NativeStore {
     claude_code_append_async => claude_code_append(key_json: String, entries_json: String, sidecar_json: Option<String>) -> String, "Promise<string>";
     claude_code_release_async => claude_code_release(key_json: String) -> bool, "Promise<boolean>";
-    claude_code_load_async => claude_code_load(key_json: String) -> Option<String>, "Promise<string | null>";
+    claude_code_load_async => claude_code_load(key_json: String) -> Option<crate::text::Latin1>, "Promise<string | null>";
     claude_code_sessions_async => claude_code_sessions(project_key: String) -> String, "Promise<string>";
     claude_code_subkeys_async => claude_code_subkeys(session_id: String) -> String, "Promise<string>";
     claude_code_delete_async => claude_code_delete(key_json: String) -> (), "Promise<void>";

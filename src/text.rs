@@ -115,35 +115,9 @@ impl ToNapiValue for Latin1 {
 /// decoding alone.
 pub fn to_ascii_json<T: serde::Serialize>(v: &T) -> crate::error::Result<Latin1> {
     let mut out = Vec::with_capacity(1 << 12);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, Ascii);
-    v.serialize(&mut ser)
+    threadline::to_ascii_json(v, &mut out)
         .map_err(|e| napi::Error::new(crate::error::Code("STORE_IO"), e.to_string()))?;
     Ok(Latin1(out))
-}
-
-/// serde_json's compact format, with what is outside ASCII escaped.
-struct Ascii;
-
-impl serde_json::ser::Formatter for Ascii {
-    fn write_string_fragment<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        fragment: &str,
-    ) -> std::io::Result<()> {
-        if fragment.is_ascii() {
-            return w.write_all(fragment.as_bytes());
-        }
-        let mut from = 0;
-        for (i, c) in fragment.char_indices().filter(|(_, c)| !c.is_ascii()) {
-            w.write_all(&fragment.as_bytes()[from..i])?;
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                write!(w, "\\u{unit:04x}")?;
-            }
-            from = i + c.len_utf8();
-        }
-        w.write_all(&fragment.as_bytes()[from..])
-    }
 }
 
 /// A page of a bulk read: `json` is a JSON array; `next` is where the next page starts.

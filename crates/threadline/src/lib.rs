@@ -77,7 +77,7 @@ pub use model::convert::{
     Warning,
 };
 pub use model::envelope::Draft;
-pub use model::json::{parse, MAX_RECORD_BYTES};
+pub use model::json::{parse, to_ascii as to_ascii_json, MAX_RECORD_BYTES};
 pub use model::message::Role;
 pub use model::options::{
     from_json, Durability, SessionFilter, SessionInfo, SessionOptions, SessionUpdate, Status,

@@ -749,9 +749,9 @@ fn note_spawned(w: &mut Writer, spawned: &[(String, String)]) -> Result<()> {
 
 /// The entries of the session `key` names, as the JSON array text the SDK appended (in order,
 /// keys and number text as given; the keys the store filled in and the importer's rewinds left
-/// out), or `None` when there is no such session. Records are read as the store's text and given
-/// back as text (`entry_text`): only a record the store changed (a filled-in key, a string
-/// content) is parsed.
+/// out), or `None` when there is no such session. The text is ASCII, characters outside it
+/// `\uXXXX` escapes. Records are read as the store's text and given back as text
+/// (`entry_text`): only a record the store changed (a filled-in key, a string content) is parsed.
 pub fn load(store: &Store, key: &Key) -> Result<Option<String>> {
     let run = || -> Result<Option<String>> {
         let id = key.place().id;
@@ -772,7 +772,8 @@ pub fn load(store: &Store, key: &Key) -> Result<Option<String>> {
     run().map_err(|e| e.during("claudeCodeLoad"))
 }
 
-/// Every entry of `session` as one JSON array text.
+/// Every entry of `session` as one JSON array text in ASCII: characters outside it as `\uXXXX`
+/// escapes, as the store keeps them, so a JS caller gets a one-byte string V8 need not decode.
 fn entries_text(session: &crate::session::Session) -> Result<String> {
     let mut out: Vec<u8> = Vec::with_capacity(1 << 12);
     out.push(b'[');
@@ -799,7 +800,7 @@ fn entries_text(session: &crate::session::Session) -> Result<String> {
                     };
                     match as_entry(o) {
                         Some(e) => {
-                            out.extend_from_slice(e.to_string().as_bytes());
+                            crate::model::json::to_ascii(&e, &mut out)?;
                             true
                         }
                         None => false,
@@ -822,12 +823,14 @@ fn damaged() -> Error {
     Error::StoreCorrupt("a stored record is damaged: not JSON".into())
 }
 
-/// Writes the entry stored as record text `r` (compact JSON, as the store writes it) to `out`
-/// when the store added nothing to it but `seq`: its other members as stored, non-ASCII
-/// characters as serde_json writes them (the store escapes them), so the text is what
-/// `as_entry` and `to_string` make of it. `Some(false)`: a record of the store's own (a
-/// rewind), no entry; `None`: `as_entry` has to see it.
+/// Writes the entry stored as record text `r` (compact JSON in ASCII, as the store writes it) to
+/// `out` when the store added nothing to it but `seq`: its other members as stored, so the text
+/// parses to what `as_entry` makes of it. `Some(false)`: a record of the store's own (a rewind),
+/// no entry; `None`: `as_entry` has to see it.
 fn entry_text(r: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    if !r.is_ascii() {
+        return None;
+    }
     let members = members(r)?;
     for &(k, v, _) in &members {
         match &r[k..v - 1] {
@@ -850,53 +853,10 @@ fn entry_text(r: &[u8], out: &mut Vec<u8>) -> Option<bool> {
             out.push(b',');
         }
         first = false;
-        unescape_non_ascii(&r[k..end], out)?;
+        out.extend_from_slice(&r[k..end]);
     }
     out.push(b'}');
     Some(true)
-}
-
-/// Copies JSON text, writing `\uXXXX` escapes of characters from U+0080 on as the characters
-/// (UTF-8), as serde_json writes strings; every other escape is kept.
-fn unescape_non_ascii(t: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let hex = |at: usize| -> Option<u32> {
-        let h = std::str::from_utf8(t.get(at..at + 4)?).ok()?;
-        u32::from_str_radix(h, 16).ok()
-    };
-    let mut start = 0;
-    let mut i = 0;
-    while let Some(off) = t[i..].iter().position(|&b| b == b'\\') {
-        i += off;
-        if t.get(i + 1) != Some(&b'u') {
-            i += 2;
-            continue;
-        }
-        let u = hex(i + 2)?;
-        if u < 0x80 {
-            i += 6;
-            continue;
-        }
-        let (c, len) = if (0xd800..0xdc00).contains(&u) {
-            if t.get(i + 6..i + 8) != Some(&b"\\u"[..]) {
-                return None;
-            }
-            let lo = hex(i + 8)?;
-            if !(0xdc00..0xe000).contains(&lo) {
-                return None;
-            }
-            (0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00), 12)
-        } else {
-            (u, 6)
-        };
-        let c = char::from_u32(c)?;
-        out.extend_from_slice(&t[start..i]);
-        let mut buf = [0u8; 4];
-        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-        i += len;
-        start = i;
-    }
-    out.extend_from_slice(&t[start..]);
-    Some(())
 }
 
 /// The end (exclusive) of the JSON value that starts at `i` of compact text `t`.

@@ -8,6 +8,39 @@ use crate::error::{Error, Result};
 /// nothing stored is too large to send back.
 pub const MAX_RECORD_BYTES: usize = 32 * 1024 * 1024;
 
+/// `v` as compact JSON text in ASCII: characters outside it as `\\uXXXX` escapes (as the store
+/// keeps text), for a JS one-byte string that V8 neither checks nor decodes as UTF-8.
+pub fn to_ascii<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) -> Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(out, Ascii);
+    v.serialize(&mut ser)
+        .map_err(|e| Error::StoreIo(e.to_string()))
+}
+
+/// serde_json's compact format, with what is outside ASCII escaped.
+struct Ascii;
+
+impl serde_json::ser::Formatter for Ascii {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        if fragment.is_ascii() {
+            return w.write_all(fragment.as_bytes());
+        }
+        let mut from = 0;
+        for (i, c) in fragment.char_indices().filter(|(_, c)| !c.is_ascii()) {
+            w.write_all(&fragment.as_bytes()[from..i])?;
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write!(w, "\\u{unit:04x}")?;
+            }
+            from = i + c.len_utf8();
+        }
+        w.write_all(&fragment.as_bytes()[from..])
+    }
+}
+
 /// Parses JSON text into a value that keeps key order and number text exactly.
 /// Errors name the path where parsing stopped (lone surrogates, nesting deeper than 128, ...).
 pub fn parse(text: &str) -> Result<Value> {
