@@ -206,6 +206,63 @@ test('a server frozen mid-session (SIGSTOP): append, a read and a new open fail 
   store.close()
 })
 
+// A search indexes what was committed since the last one, in transactions of 500 records. The
+// indexing process stopped inside one (SIGSTOP, a debugger) must not hold up the appends of the
+// process that writes the session being indexed: an indexer's lock is its own, and the
+// session's row (which every append updates) is written with the COMMIT, in one round trip.
+test('a process stopped while its search indexes a session holds up none of that session\'s appends', { timeout: 120_000 }, async (t) => {
+  const server = ourServer(t)
+  if (!server) return
+  const url = withSchema(server.url, 'indexer')
+  const store = Store.open(url, { busyTimeoutMs: 2000 })
+  t.after(() => store.close())
+  const s = store.createSession({ id: 'held' })
+  store.search('quokkas') // the index made (its own transaction, once a store), nothing to index
+  for (let k = 0; k < 40; k++) s.appendMany(Array.from({ length: 500 }, (_, n) => ({ role: 'user', content: `note ${k * 500 + n} about quokkas` })))
+  const { Client } = require('pg')
+  const admin = new Client({ connectionString: server.url })
+  await admin.connect()
+  t.after(() => admin.end())
+  // The indexer: searches until everything is indexed, then prints what it found.
+  const script = `const { Store } = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const store = Store.open(process.argv[1], { busyTimeoutMs: 30000 });
+    process.stdout.write('searching\\n');
+    let page; do { page = store.search('quokkas', { limit: 1 }) } while (page.unindexed > 0);
+    process.stdout.write(JSON.stringify({ hits: page.hits.length }) + '\\n'); store.close()`
+  const child = spawn(process.execPath, ['-e', script, `${url}&application_name=stopped-indexer`], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  child.stdout.on('data', (d) => { out += d })
+  let code = null
+  const exited = new Promise((resolve) => child.on('exit', (c) => resolve((code = c))))
+  t.after(() => child.kill('SIGKILL'))
+  while (!out.includes('searching') && code === null) await new Promise((r) => setTimeout(r, 5))
+  assert.equal(code, null, 'the indexer exited before it searched')
+  // Stopped inside an indexing transaction: its backend idle in one (tried again until it is).
+  const inTransaction = async () => (await admin.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'stopped-indexer' AND state = 'idle in transaction'")).rowCount > 0
+  let caught = false
+  for (let tries = 0; tries < 200 && !caught; tries++) {
+    await new Promise((r) => setTimeout(r, 3 + (tries % 7)))
+    child.kill('SIGSTOP')
+    await new Promise((r) => setTimeout(r, 20))
+    caught = await inTransaction()
+    if (!caught) child.kill('SIGCONT')
+  }
+  assert.ok(caught, 'the indexer was never stopped inside a transaction')
+  try {
+    const t0 = Date.now()
+    s.append('written while the indexer is stopped')
+    const ms = Date.now() - t0
+    t.diagnostic(`append during the stop: ${ms} ms`)
+    assert.ok(ms < 1000, `the append waited ${ms} ms for the stopped indexer`)
+    assert.ok(await inTransaction(), 'the indexer stayed stopped inside its transaction')
+  } finally {
+    child.kill('SIGCONT')
+  }
+  assert.equal(await exited, 0)
+  assert.equal(JSON.parse(out.split('\n')[1]).hits, 1)
+  assert.equal(s.messages.length, 20_001)
+})
+
 test('URLs the parser refuses say what is wrong without the password', () => {
   const pw = SECRET
   for (const [url, code, says] of [

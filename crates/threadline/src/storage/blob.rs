@@ -14,11 +14,12 @@ use crate::storage::encode::{Blob, BLOB_MARK};
 pub fn put(conn: &Db, record: i64, blobs: &[Blob]) -> Result<()> {
     if !blobs.is_empty() && !conn.is_sqlite() {
         // A blob found stored here must still be there when this write commits: a collection
-        // in another process waits for this write (SQLite writers take turns anyway).
-        conn.query_row(
+        // in another process waits for this write (SQLite writers take turns anyway). Held back
+        // with the INSERTs (sent with the write's COMMIT): a process stopped between two calls
+        // while holding it would hold up a collection, and every write of a blob queued behind.
+        conn.execute_later(
             "SELECT pg_advisory_xact_lock_shared(hashtext('threadline blobs'), hashtext(current_schema()))",
             &[],
-            |_| Ok(()),
         )?;
     }
     for b in blobs {
@@ -41,17 +42,17 @@ pub fn collect_garbage(conn: &Db) -> Result<()> {
     if !conn.is_sqlite() {
         // PostgreSQL: after the writes that use blobs now in progress (`put`), so that the
         // statement below sees their references.
-        conn.query_row(
+        // Held back with the DELETE (and sent with the caller's COMMIT, `sessions::delete`): the
+        // lock holds up every write of a blob, so it is never held across a round trip.
+        conn.execute_later(
             "SELECT pg_advisory_xact_lock(hashtext('threadline blobs'), hashtext(current_schema()))",
             &[],
-            |_| Ok(()),
         )?;
     }
-    conn.execute(
+    conn.execute_later(
         "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash)",
         &[],
-    )?;
-    Ok(())
+    )
 }
 
 /// Reads blobs for one read operation, keeping each one it has fetched.

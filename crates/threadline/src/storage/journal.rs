@@ -531,8 +531,7 @@ pub fn import(conn: &Db, session: i64, e: &Entry) -> Result<()> {
 }
 
 pub fn delete_session(conn: &Db, session: i64) -> Result<()> {
-    conn.execute("DELETE FROM tool_calls WHERE session = ?1", &args![session])?;
-    Ok(())
+    conn.execute_later("DELETE FROM tool_calls WHERE session = ?1", &args![session])
 }
 
 fn not_found(id: &str) -> Error {

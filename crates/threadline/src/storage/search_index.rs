@@ -37,7 +37,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::fields::{self, Field};
 /// Han, kana and hangul characters are indexed one character a token.
 pub(crate) use crate::model::tokens::is_cjk;
@@ -100,11 +100,10 @@ fn add(db: &Db, id: i64, message: &Value) -> Result<()> {
 pub(crate) fn delete_session(db: &Db, num: i64) -> Result<()> {
     let (lo, hi) = crate::storage::schema::range(num);
     let Db::Sqlite(conn, ..) = db else {
-        db.execute(
+        return db.execute_later(
             "DELETE FROM search WHERE id BETWEEN ?1 AND ?2",
             &args![lo, hi],
-        )?;
-        return Ok(());
+        );
     };
     match conn.execute("DELETE FROM search WHERE rowid BETWEEN ?1 AND ?2", [lo, hi]) {
         Ok(_) => Ok(()),
@@ -231,7 +230,7 @@ pub(crate) fn settle(db: &Db) -> Result<Meta> {
         }
     } else {
         // 60 random bits of a version 4 uuid each (the server's strong random source).
-        tx.execute(
+        tx.execute_later(
             "INSERT INTO meta VALUES
                ('search_key_1', CAST(CAST('x' || substr(translate(CAST(gen_random_uuid() AS text), '-', ''), 1, 16) AS bit(64)) AS bigint)),
                ('search_key_2', CAST(CAST('x' || substr(translate(CAST(gen_random_uuid() AS text), '-', ''), 1, 16) AS bit(64)) AS bigint))
@@ -239,7 +238,7 @@ pub(crate) fn settle(db: &Db) -> Result<Meta> {
             &[],
         )?;
         // The row locked (made first if missing): one process makes the index anew.
-        tx.execute(
+        tx.execute_later(
             "INSERT INTO meta VALUES ('search_tokens', 0) ON CONFLICT (key) DO NOTHING",
             &[],
         )?;
@@ -249,9 +248,11 @@ pub(crate) fn settle(db: &Db) -> Result<Meta> {
             |r| r.get::<i64>(0),
         )?;
         if tokens != Some(TOKENS) {
-            tx.execute("TRUNCATE search", &[])?;
-            tx.execute("UPDATE sessions SET indexed = 0", &[])?;
-            tx.execute(
+            // Sent with the COMMIT, one round trip: the UPDATE locks every session's row, which
+            // appends update, so it is never held while this process is between two calls.
+            tx.execute_later("TRUNCATE search", &[])?;
+            tx.execute_later("UPDATE sessions SET indexed = 0", &[])?;
+            tx.execute_later(
                 "UPDATE meta SET value = ?1 WHERE key = 'search_tokens'",
                 &args![TOKENS],
             )?;
@@ -333,25 +334,47 @@ pub(crate) fn catch_up(db: &Db, budget: Duration) -> Result<u64> {
                 reset(conn)?;
             }
         }
-        // Read again under the write lock (on PostgreSQL, the row's): another process may have
-        // indexed it meanwhile.
+        if tx.is_postgres() {
+            // Indexers take turns on a lock of their own, never the session's row: the row is
+            // what every append to the session updates, and an indexer stopped mid-batch (a
+            // SIGSTOP, a debugger) must not hold up the session's writer.
+            tx.query_row(
+                "SELECT pg_advisory_xact_lock(hashtext('threadline search'), hashtext(current_schema()))",
+                &[],
+                |_| Ok(()),
+            )?;
+        }
+        // Read again under the write lock (on PostgreSQL, the indexers'): another process may
+        // have indexed it meanwhile.
         let next: Option<(i64, u64, u64)> = tx.query_row(
-            tx.pick(
-                "SELECT num, indexed, records FROM sessions WHERE indexed < records ORDER BY num LIMIT 1",
-                "SELECT num, indexed, records FROM sessions WHERE indexed < records ORDER BY num LIMIT 1 FOR UPDATE",
-            ),
+            "SELECT num, indexed, records FROM sessions WHERE indexed < records ORDER BY num LIMIT 1",
             &[],
             |r| Ok((r.get(0)?, r.get::<i64>(1)? as u64, r.get::<i64>(2)? as u64)),
         )?;
-        if let Some((num, from, records)) = next {
-            let to = records.min(from + BATCH);
-            index_range(&tx, num, from, to)?;
-            tx.execute(
-                "UPDATE sessions SET indexed = ?1 WHERE num = ?2",
-                &args![to as i64, num],
-            )?;
+        let written = match next {
+            Some((num, from, records)) => {
+                let to = records.min(from + BATCH);
+                index_range(&tx, num, from, to).and_then(|()| {
+                    // Sent with the COMMIT (one round trip on PostgreSQL): the row is locked only
+                    // while the server runs the two. No row (the session deleted meanwhile)
+                    // divides by zero there: the batch is undone, NOT_FOUND.
+                    tx.execute_later(
+                        tx.pick(
+                            "UPDATE sessions SET indexed = ?1 WHERE num = ?2",
+                            "WITH u AS (UPDATE sessions SET indexed = ?1 WHERE num = ?2 RETURNING 1) SELECT 1 / count(*) FROM u",
+                        ),
+                        &args![to as i64, num],
+                    )
+                })
+            }
+            None => Ok(()),
+        };
+        match written.and_then(|()| tx.commit()) {
+            // PostgreSQL: the session was deleted while it was indexed (its row is not locked
+            // here); its batch went with it, and the next look finds what is left.
+            Err(Error::NotFound(_)) if db.is_postgres() => {}
+            done => done?,
         }
-        tx.commit()?;
     }
     Ok(0)
 }

@@ -106,32 +106,36 @@ pub(crate) fn nums(conn: &Db, project: Option<&str>, status: Option<Status>) -> 
 
 /// Deletes session `num` whole (in the caller's write transaction): its records, blob
 /// references, row, journal and search rows, then the blobs no record refers to any more.
+/// On PostgreSQL every statement is held back and sent with the COMMIT, one round trip: the
+/// locks they take (the blob collection's is the store's, `blob::collect_garbage`) are then held
+/// while the server runs them, never while this process is between two calls (a process stopped
+/// there would hold up every other writer that stores a blob).
 pub(crate) fn delete(conn: &Db, num: i64) -> Result<()> {
     let (lo, hi) = schema::range(num);
     // The tombstone: on SQLite the number is kept, so no later session gets it (`new_num!`;
     // PostgreSQL's numbers come from a sequence, never given twice); on both, an import finds
     // the id deleted and does not bring the session back (`deleted_ms`).
-    conn.execute(
+    conn.execute_later(
         "INSERT INTO deleted_sessions(num, id, deleted_ms) SELECT num, id, ?2 FROM sessions WHERE num = ?1",
         &args![num, crate::model::clock::now_ms()],
     )?;
     // The row first: on PostgreSQL this waits for a write of another process to the session
     // (which updates the row last, `write_order::touch_records`) to end, and such a write that
     // comes after finds no row and is undone; the records deleted next are then all there are.
-    conn.execute("DELETE FROM sessions WHERE num = ?1", &args![num])?;
+    conn.execute_later("DELETE FROM sessions WHERE num = ?1", &args![num])?;
     if conn.is_postgres() {
         // Live watches hear of it at the commit (`postgres/listen.rs`), if any is registered.
-        conn.execute(
+        conn.execute_later(
             "SELECT pg_notify('threadline', current_schema() || ' ' || ?1::bigint::text || ' d') \
              WHERE EXISTS (SELECT 1 FROM listeners)",
             &args![num],
         )?;
     }
-    conn.execute(
+    conn.execute_later(
         "DELETE FROM records WHERE id BETWEEN ?1 AND ?2",
         &args![lo, hi],
     )?;
-    conn.execute(
+    conn.execute_later(
         "DELETE FROM blob_refs WHERE record BETWEEN ?1 AND ?2",
         &args![lo, hi],
     )?;

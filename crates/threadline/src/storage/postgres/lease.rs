@@ -22,10 +22,88 @@ use crate::storage::owner::{self, Owner};
 /// The server's clock in milliseconds (one clock for every host).
 const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
+/// How many times a claim reads the row again when it changed between its read and its update
+/// (a heartbeat, another claim) before it waits on the row lock instead.
+const CLAIM_TRIES: usize = 4;
+
 /// Holds session `num` for this process (inside the caller's transaction): SESSION_LOCKED if
 /// another live process holds it. Returns the heartbeat written (server time).
+///
+/// The row is read without a lock and then updated only if it is still as read (a compare and
+/// set), so a claim that ends in SESSION_LOCKED never locks the holder's row: a contender stopped
+/// (SIGSTOP, a debugger, a swapped-out host) between its read and its rollback would otherwise
+/// hold up every append of the holder, which updates that row, until it ran again.
 pub(crate) fn claim(c: &mut PgClient, schema: &str, num: i64, session_id: &str) -> Result<i64> {
     let s = quote(schema);
+    for _ in 0..CLAIM_TRIES {
+        let row = c
+            .query(
+                &format!(
+                    "SELECT owner_pid, owner_host, owner_start, heartbeat_ms, {NOW_MS}
+                     FROM {s}.sessions WHERE num = $1"
+                ),
+                &[&num],
+            )
+            .map_err(mapped)?
+            .pop()
+            .ok_or_else(|| owner::gone(session_id))?;
+        let seen = Seen::of(&row);
+        if let Some(holder) = seen.holder() {
+            if !holder.is_me() && holder.alive(row.get(4)) {
+                return Err(owner::locked(session_id, &holder));
+            }
+        }
+        let m = owner::me();
+        let taken = c
+            .query(
+                &format!(
+                    "UPDATE {s}.sessions SET owner_pid = $1, owner_host = $2, owner_start = $3, heartbeat_ms = {NOW_MS}
+                     WHERE num = $4 AND owner_pid IS NOT DISTINCT FROM $5 AND owner_host IS NOT DISTINCT FROM $6
+                       AND owner_start IS NOT DISTINCT FROM $7 AND heartbeat_ms IS NOT DISTINCT FROM $8
+                     RETURNING heartbeat_ms"
+                ),
+                &[&m.pid, &m.host, &m.start, &num, &seen.pid, &seen.host, &seen.start, &seen.heartbeat_ms],
+            )
+            .map_err(mapped)?
+            .pop();
+        if let Some(taken) = taken {
+            return Ok(taken.get(0));
+        }
+    }
+    claim_locked(c, &s, num, session_id)
+}
+
+/// The owner columns of a session's row as a claim read them.
+struct Seen {
+    pid: Option<i64>,
+    host: Option<String>,
+    start: Option<i64>,
+    heartbeat_ms: Option<i64>,
+}
+
+impl Seen {
+    fn of(row: &tokio_postgres::Row) -> Seen {
+        Seen {
+            pid: row.get(0),
+            host: row.get(1),
+            start: row.get(2),
+            heartbeat_ms: row.get(3),
+        }
+    }
+
+    fn holder(&self) -> Option<Owner> {
+        Some(Owner {
+            pid: self.pid?,
+            host: self.host.clone().unwrap_or_default(),
+            start: self.start.unwrap_or(0),
+            heartbeat_ms: self.heartbeat_ms.unwrap_or(0),
+        })
+    }
+}
+
+/// A claim under the row lock (`FOR UPDATE`), for a row that kept changing under the compare
+/// and set: it waits for the other writer's transaction and decides on what that left.
+fn claim_locked(c: &mut PgClient, s: &str, num: i64, session_id: &str) -> Result<i64> {
     let row = c
         .query(
             &format!(
@@ -38,13 +116,7 @@ pub(crate) fn claim(c: &mut PgClient, schema: &str, num: i64, session_id: &str) 
         .pop()
         .ok_or_else(|| owner::gone(session_id))?;
     let now: i64 = row.get(4);
-    if let Some(pid) = row.get::<_, Option<i64>>(0) {
-        let holder = Owner {
-            pid,
-            host: row.get::<_, Option<String>>(1).unwrap_or_default(),
-            start: row.get::<_, Option<i64>>(2).unwrap_or(0),
-            heartbeat_ms: row.get::<_, Option<i64>>(3).unwrap_or(0),
-        };
+    if let Some(holder) = Seen::of(&row).holder() {
         if !holder.is_me() && holder.alive(now) {
             return Err(owner::locked(session_id, &holder));
         }
@@ -194,6 +266,33 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(free, None);
+    }
+
+    #[test]
+    fn a_claim_refused_with_session_locked_leaves_the_holders_row_unlocked() {
+        let Some((url, mut c, num)) = setup("lease_refused") else {
+            return;
+        };
+        held_elsewhere(&mut c, &url, num, 1_000);
+        // A contender's claim is refused, and its transaction stays open (the contender stopped
+        // before its rollback).
+        let options = StoreOptions {
+            busy_timeout_ms: 300,
+            ..Default::default()
+        };
+        let mut contender = connect(&url, &options).unwrap();
+        contender.batch_execute("BEGIN").unwrap();
+        let e = claim(&mut contender, &url.schema, num, "s1").err().unwrap();
+        assert_eq!(e.code(), "SESSION_LOCKED", "{}", e.message());
+        // The holder's write of the row (what every append does last) goes through at once.
+        let mut holder = connect(&url, &options).unwrap();
+        let s = url.quoted_schema();
+        holder
+            .batch_execute(&format!(
+                "SET lock_timeout = '200ms'; UPDATE {s}.sessions SET records = records + 1 WHERE num = {num}"
+            ))
+            .unwrap();
+        contender.batch_execute("ROLLBACK").unwrap();
     }
 
     #[test]
