@@ -262,8 +262,11 @@ function r5(stops, timeline, serverFaults, add) {
       continue
     }
     const done = during.filter((o) => o.done <= st.end).length
-    const held = early.map((o) => `${o.w} ${o.kind} ${o.ok ? `done ${(o.done - st.end).toFixed(0)} ms after SIGCONT` : o.code}`)
-    add('R5', st.i, `${st.w} stopped ${(st.end - st.start).toFixed(0)} ms: ${early.length} appends of other processes began in its first half (${held.join('; ')}), none completed before it ended (${b} met STORE_BUSY, the first done ${released.toFixed(0)} ms after SIGCONT; ${done} ops of any kind completed during the stop; it held ${st.locks?.length ? st.locks.join(', ') : 'no lock on the store\'s files'}; the write lock was held in ${st.writers ? [...st.writers].map(([w, n]) => `${n} by ${w}`).join(', ') : 'none'} of ${st.looks ?? 0} looks 20 ms apart)`)
+    const held = early.map((o) => `${o.w} ${o.kind}${o.sid ? ` ${o.sid}` : ''} ${o.ok ? `done ${(o.done - st.end).toFixed(0)} ms after SIGCONT` : o.code}`)
+    // What the stopped process was doing: the lock it may hold is one of these ops'.
+    const own = timeline.filter((o) => o.w === st.w && o.sent < st.start && o.done > st.start)
+    const doing = own.map((o) => `${o.kind}${o.sid ? ` ${o.sid}` : ''}${o.ok ? '' : ` (${o.code})`}`).join(', ') || 'nothing'
+    add('R5', st.i, `${st.w} stopped ${(st.end - st.start).toFixed(0)} ms in the middle of ${doing}: ${early.length} appends of other processes began in its first half (${held.join('; ')}), none completed before it ended (${b} met STORE_BUSY, the first done ${released.toFixed(0)} ms after SIGCONT; ${done} ops of any kind completed during the stop; it held ${st.locks?.length ? st.locks.join(', ') : 'no lock on the store\'s files'}; the write lock was held in ${st.writers ? [...st.writers].map(([w, n]) => `${n} by ${w}`).join(', ') : 'none'} of ${st.looks ?? 0} looks 20 ms apart${st.waits ? `; lock waits seen: ${[...st.waits].slice(0, 6).join('; ')}` : ''})`)
   }
   return { busy, worst, inCommit, unlocked }
 }

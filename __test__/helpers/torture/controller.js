@@ -124,7 +124,9 @@ class Controller {
       this.log({ i, w: w.id, lane: e.lane, op: e.op, sent: e.sent, lost: now() })
       this.model.settle(i, 'unknown')
       const s = e.op.sid !== undefined && this.model.sessions.get(e.op.sid)
-      if (s && ['create', 'delete', 'resolve'].includes(e.op.kind)) s.phase = 'unknown'
+      // On PostgreSQL the server may still commit what the worker sent before its kill: the
+      // session is resolved once the worker's backends have ended (settle).
+      if (s && ['create', 'delete', 'resolve'].includes(e.op.kind)) s.phase = this.engine === 'postgres' ? 'settling' : 'unknown'
       if (e.op.kind === 'fork') this.model.ops.get(i).unknown = true
     }
     for (const s of this.model.sessions.values()) {
@@ -135,7 +137,18 @@ class Controller {
       }
     }
     if (!this.ending) this.spawnWorker()
+    if (this.engine === 'postgres') this.settle().then(() => this.signal())
     this.signal()
+  }
+
+  // PostgreSQL: waits until no backend of a killed worker runs (faults.orphanBackends), at most
+  // 10 s (a server restart or freeze ends them or holds them that long at most), then lets the
+  // sessions it left in doubt be resolved.
+  async settle() {
+    const ports = faults.serverPorts(this.opts.postgres)
+    const until = now() + 10_000
+    while (faults.orphanBackends(ports) > 0 && now() < until) await new Promise((r) => setTimeout(r, 5))
+    for (const s of this.model.sessions.values()) if (s.phase === 'settling') s.phase = 'unknown'
   }
 
   alive(id) {
@@ -187,6 +200,7 @@ class Controller {
       this.log({ fault: 'stop', w: w.id, i: this.issued, at: now(), ms })
       w.proc.kill('SIGSTOP')
       if (this.engine !== 'postgres') this.noteInCommit(w, w.stopped)
+      else if (!this.opts.postgres.includes(',')) this.noteWaits(w.stopped) // one server: no formation
       setTimeout(() => this.endStop(w), ms)
     }
     // Server faults the caller brings (a failover of a formation), each at its op count: treated
@@ -239,6 +253,29 @@ class Controller {
         stop.writers.set(who, (stop.writers.get(who) || 0) + 1)
       }
       stop.looks = (stop.looks || 0) + 1
+      setTimeout(look, 20)
+    }
+    look()
+  }
+
+  // PostgreSQL: which statements wait for a lock while the stop lasts, and what the backend
+  // holding it last ran (looked at every 20 ms), for R5's message.
+  noteWaits(stop) {
+    const look = async () => {
+      if (stop.end !== null) return
+      try {
+        if (!this.admin) {
+          const { Client } = require('pg')
+          this.admin = new Client({ connectionString: this.opts.postgres })
+          this.admin.on('error', () => { this.admin = null })
+          await this.admin.connect()
+        }
+        const { rows } = await this.admin.query(`SELECT left(a.query, 90) AS q, a.wait_event_type || ':' || a.wait_event AS ev, b.state, left(b.query, 90) AS bq
+          FROM pg_stat_activity a JOIN pg_stat_activity b ON b.pid = ANY(pg_blocking_pids(a.pid))`)
+        for (const r of rows) (stop.waits = stop.waits || new Set()).add(`[${r.q}] waits (${r.ev}) for a backend ${r.state} after [${r.bq}]`)
+      } catch {
+        this.admin = null
+      }
       setTimeout(look, 20)
     }
     look()
@@ -336,6 +373,7 @@ class Controller {
     await this.procRead
     await this.serverFault
     await this.diskFull
+    if (this.engine === 'postgres') await this.settle()
     await this.readInProcess(true, true)
     await this.readInProcess(false, true, true)
   }
@@ -377,6 +415,7 @@ async function run(opts) {
     await c.loop()
     await c.end()
   } finally {
+    if (c.admin) c.admin.end().catch(() => {})
     cleanup()
     process.removeListener('exit', cleanup)
     for (const sig of ['SIGINT', 'SIGTERM']) process.removeListener(sig, interrupted)

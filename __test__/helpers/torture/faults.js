@@ -195,4 +195,33 @@ function freezeServer(ms) {
   }, ms))
 }
 
-module.exports = { sqlitePaths, canFill, fill, unmountSmall, postgresUrls, restartServer, freezeServer, holdsWriteLock, writeLockHolders, locksHeld, isStopped }
+// The ports of a PostgreSQL URL's hosts (a multi-host URL has several; 5432 where none is said).
+function serverPorts(url) {
+  const hosts = /^[a-z]+:\/\/(?:[^@/]*@)?([^/?]*)/i.exec(url)?.[1] || ''
+  return hosts.split(',').map((h) => Number(/:(\d+)$/.exec(h)?.[1]) || 5432)
+}
+
+// How many PostgreSQL backends on `ports` have lost their client (a worker SIGKILLed) and not
+// ended yet: their sockets in CLOSE_WAIT or CLOSE, still open. Such a backend may still run what
+// it was sent before the kill, a COMMIT included, so what the killed worker had in flight is
+// decided only once none is left (/proc/net/tcp: the state is the 4th column, the inode the 10th).
+function orphanBackends(ports) {
+  let n = 0
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = ''
+    try {
+      text = fs.readFileSync(file, 'utf8')
+    } catch {
+      continue
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const c = line.trim().split(/\s+/)
+      if (c.length < 10) continue
+      const local = parseInt(c[1].split(':')[1], 16)
+      if (ports.includes(local) && (c[3] === '08' || c[3] === '07') && c[9] !== '0') n++
+    }
+  }
+  return n
+}
+
+module.exports = { orphanBackends, serverPorts, sqlitePaths, canFill, fill, unmountSmall, postgresUrls, restartServer, freezeServer, holdsWriteLock, writeLockHolders, locksHeld, isStopped }

@@ -28,7 +28,7 @@ function apply(run, w, e, r, now) {
     if (r.code === 'STORE_BUSY') stats[WRITES.has(op.kind) ? 'busyWrites' : 'busyOther']++
     if (r.code === 'SESSION_LOCKED') stats.locked++
   }
-  run.timeline.push({ w: w.id, kind: op.kind, write: WRITES.has(op.kind), sent: e.sent, done: now, ok: r.ok, code: r.code, lat: r.lat ?? now - e.sent, busy: r.busy || 0 })
+  run.timeline.push({ w: w.id, kind: op.kind, sid: op.sid, write: WRITES.has(op.kind), sent: e.sent, done: now, ok: r.ok, code: r.code, lat: r.lat ?? now - e.sent, busy: r.busy || 0 })
   const ctx = { i: op.i, who: `${op.kind} by ${w.id}:${e.lane}${op.ro ? ' (readonly)' : ''}${op.cached ? ' (kept handle)' : ''} via ${e.via}` }
   const add = (rule, i, msg, vias) => run.add(rule, i, msg, vias)
 
